@@ -1,0 +1,61 @@
+"""Which arm runs: ``impl=`` argument, ``DSA_LAB_IMPL`` environment variable, device facts."""
+from __future__ import annotations
+
+import functools
+import os
+
+import torch
+
+ENV = "DSA_LAB_IMPL"
+
+
+def interpreter_active() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def triton_usable(device: torch.device) -> bool:
+    """Triton kernels can run on tensors of ``device``: a GPU, or any tensor under the interpreter."""
+    if interpreter_active():
+        return True
+    return device.type == "cuda"
+
+
+def resolve(impl, device: torch.device, allowed: tuple[str, ...]) -> str:
+    """Map ``impl`` (and ``DSA_LAB_IMPL`` for ``"auto"``) to one arm name from ``allowed``.
+
+    ``"auto"`` → the env override if set, else ``"triton"`` when a GPU tensor or
+    the interpreter is present, else ``"torch"``.  Unknown names raise ``ValueError``.
+    """
+    if not isinstance(impl, str):
+        raise TypeError(f"impl must be a str, got {type(impl).__name__}")
+    names = ("auto",) + allowed
+    if impl not in names:
+        raise ValueError(f"impl must be one of {names}, got {impl!r}")
+    if impl == "auto":
+        env = os.environ.get(ENV, "").strip()
+        if env:
+            if env not in allowed:
+                raise ValueError(f"{ENV}={env!r} is not one of {allowed}")
+            impl = env
+        else:
+            impl = "triton" if ("triton" in allowed and triton_usable(device)) else "torch"
+    if impl.startswith("triton") and not triton_usable(device):
+        raise ValueError(
+            f"impl={impl!r} needs a CUDA tensor or the Triton interpreter (TRITON_INTERPRET=1); "
+            f"got a tensor on {device}"
+        )
+    return impl
+
+
+@functools.lru_cache(maxsize=None)
+def device_facts(device_index: int | None) -> dict:
+    """Multiprocessor count and warp size of a CUDA device (or interpreter stand-ins)."""
+    if device_index is None or not torch.cuda.is_available():
+        return {"sm_count": 4, "warp_size": 32, "name": "triton-interpreter"}
+    p = torch.cuda.get_device_properties(device_index)
+    warp = getattr(p, "warp_size", 64 if torch.version.hip else 32)
+    return {"sm_count": p.multi_processor_count, "warp_size": warp, "name": p.name}
+
+
+def facts_for(t: torch.Tensor) -> dict:
+    return device_facts(t.device.index if t.device.type == "cuda" else None)

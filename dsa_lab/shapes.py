@@ -1,0 +1,240 @@
+"""Shapes and value distributions, in one place.
+
+* :data:`MATRIX` — the named correctness configurations (``dsa-lab verify``,
+  the test suite, the GPU verification run).  Each case carries its GPU size
+  and a small interpreter size (``cpu_*``) that keeps the case's point (k
+  above the live length stays above it, ragged stays ragged, ...).
+* :data:`DECODE_SWEEP` — the seed's benchmark grid (DESIGN §5); benchmark
+  shapes live here, apart from the test shapes.
+* :func:`fill` — the value distributions used by verification and benchmarks.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import torch
+
+DISTS = ("normal", "shifted", "equal", "nan1pct", "ramp")
+SPECIAL_DISTS = ("nan_payloads", "signed_zero", "denormal", "all_neginf", "all_nan", "specials", "few_values")
+
+
+def _nan_with_payload(gen, shape, device):
+    payload = torch.randint(1, 2**22, shape, generator=gen, dtype=torch.int64)
+    sign = torch.randint(0, 2, shape, generator=gen, dtype=torch.int64) << 31
+    bits = (sign | 0x7F800000 | payload | (torch.randint(0, 2, shape, generator=gen) << 22)).to(torch.int64)
+    return (bits - ((bits >> 31) << 32)).to(torch.int32).view(torch.float32).to(device)
+
+
+def fill(dist: str, rows: int, n: int, *, gen: torch.Generator, device="cpu") -> torch.Tensor:
+    """float32 ``[rows, n]`` of distribution ``dist`` (see :data:`DISTS`, :data:`SPECIAL_DISTS`).
+
+    Generated on the CPU with ``gen`` (reproducible for a seed), then moved to ``device``.
+    """
+    shape = (rows, n)
+    if dist == "normal":
+        x = torch.randn(shape, generator=gen)
+    elif dist == "shifted":
+        x = torch.randn(shape, generator=gen) + 100.0
+    elif dist == "equal":
+        x = torch.full(shape, 0.5)
+    elif dist == "nan1pct":
+        x = torch.randn(shape, generator=gen)
+        x[torch.rand(shape, generator=gen) < 0.01] = float("nan")
+    elif dist == "ramp":
+        x = torch.arange(n, dtype=torch.float32).expand(rows, n).clone()
+    elif dist == "nan_payloads":
+        x = torch.randn(shape, generator=gen)
+        m = torch.rand(shape, generator=gen) < 0.05
+        x[m] = _nan_with_payload(gen, (int(m.sum()),), "cpu")
+    elif dist == "signed_zero":
+        x = torch.where(torch.rand(shape, generator=gen) < 0.5, torch.tensor(0.0), torch.tensor(-0.0))
+        x[torch.rand(shape, generator=gen) < 0.02] = -1.0
+    elif dist == "denormal":
+        mant = torch.randint(1, 64, shape, generator=gen, dtype=torch.int32)
+        sign = torch.randint(0, 2, shape, generator=gen, dtype=torch.int32) << 31
+        x = (mant | sign).view(torch.float32)
+    elif dist == "all_neginf":
+        x = torch.full(shape, float("-inf"))
+    elif dist == "all_nan":
+        x = _nan_with_payload(gen, shape, "cpu")
+    elif dist == "specials":
+        pool = torch.tensor(
+            [float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1e-45, -1e-45, 3.4028235e38, -3.4028235e38, 1.0, -1.0]
+        )
+        x = pool[torch.randint(0, len(pool), shape, generator=gen)]
+    elif dist == "few_values":  # heavy ties across the k boundary
+        x = torch.randint(0, 4, shape, generator=gen).to(torch.float32)
+    else:
+        raise ValueError(f"dist must be one of {DISTS + SPECIAL_DISTS}, got {dist!r}")
+    return x.to(device)
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One named correctness configuration.
+
+    ``op="select"``: :func:`dsa_lab.topk_select` on scores ``[rows, width]`` with ``lengths``.
+    ``op="blocks"``: :func:`dsa_lab.select_candidate_blocks` on logits ``[rows, width]`` with
+    ``row_ends``/``row_starts`` and ``block_size``; ``k`` is ``topk_blocks``.
+    ``ends``: ``full`` (= width), ``ctx`` (= ``context``), ``ragged`` (random in [0, context]),
+    ``zero`` (all 0), ``some_zero`` (ragged with zeros), ``past_width`` (> width).
+    """
+
+    name: str
+    op: str
+    rows: int
+    width: int
+    k: int
+    context: int | None = None
+    ends: str = "ctx"
+    starts: bool = False
+    row_repeat: int = 1
+    dist: str = "normal"
+    garbage_tail: bool = False
+    block_size: int = 8
+    cpu_rows: int | None = None
+    cpu_width: int | None = None
+    cpu_context: int | None = None
+    cpu_k: int | None = None
+
+    def sized(self, scale: str) -> "Case":
+        if scale == "gpu":
+            return self
+        if scale != "cpu":
+            raise ValueError(f"scale must be 'cpu' or 'gpu', got {scale!r}")
+        rows = self.cpu_rows or min(self.rows, 4)
+        rows = max(self.row_repeat, rows - rows % self.row_repeat)
+        width = self.cpu_width or min(self.width, 1024 if self.op == "select" else 2048)
+        if self.cpu_context is not None:
+            context = self.cpu_context
+        else:
+            context = None if self.context is None else min(self.context, width)
+        return dataclasses.replace(
+            self,
+            rows=rows,
+            width=width,
+            context=context,
+            k=self.cpu_k or self.k,
+        )
+
+
+MML = 262144  # max_model_len of the seed's sweep
+NB = MML // 8  # 32768 blocks per row
+
+MATRIX: tuple[Case, ...] = (
+    # --- topk_select over block scores (the seed's kernel), contexts 512 .. 262144 in blocks
+    Case("sel_1row_ctx4k", "select", 1, NB, 64, context=512),
+    Case("sel_1row_ctx256k", "select", 1, NB, 64, context=NB, cpu_context=1024),
+    Case("sel_32rows_ctx16k", "select", 32, NB, 64, context=2048, cpu_rows=4, cpu_context=300),
+    Case("sel_640rows_ctx64k", "select", 640, NB, 64, context=8192, cpu_rows=5, cpu_context=700),
+    Case("sel_640rows_ctx256k", "select", 640, NB, 64, context=NB, cpu_rows=3),
+    Case("sel_ragged", "select", 128, NB, 64, ends="ragged", cpu_rows=6),
+    Case("sel_ragged_zeros", "select", 64, NB, 64, ends="some_zero", cpu_rows=6),
+    Case("sel_zero_len", "select", 8, NB, 64, ends="zero", cpu_rows=2),
+    Case("sel_row_repeat5", "select", 160, NB, 64, ends="ragged", row_repeat=5, cpu_rows=10),
+    Case("sel_garbage_tail", "select", 16, NB, 64, context=3000, garbage_tail=True, cpu_context=200),
+    Case("sel_k1", "select", 16, 4096, 1, ends="ragged", cpu_width=512),
+    Case("sel_k100", "select", 16, 8192, 100, ends="ragged", cpu_width=700),
+    Case("sel_k512", "select", 64, NB, 512, context=4096, cpu_context=900),
+    Case("sel_k2048", "select", 64, NB, 2048, context=16384, cpu_rows=2, cpu_context=1000, cpu_width=1024),
+    Case("sel_k2048_ctx256k", "select", 8, NB, 2048, context=NB, cpu_rows=1, cpu_width=1024),
+    Case("sel_k_gt_live", "select", 32, NB, 512, context=300, cpu_context=200),
+    Case("sel_k_gt_width", "select", 4, 300, 512, ends="full", cpu_width=300),
+    Case("sel_k2048_gt_width", "select", 4, 1000, 2048, ends="full", cpu_width=1000),
+    Case("sel_nan_payloads", "select", 32, 8192, 64, ends="ragged", dist="nan_payloads", cpu_width=600),
+    Case("sel_nan1pct", "select", 32, NB, 64, context=4096, dist="nan1pct", cpu_context=600),
+    Case("sel_all_nan", "select", 8, 4096, 64, ends="ragged", dist="all_nan", cpu_width=300),
+    Case("sel_all_neginf", "select", 8, 4096, 64, ends="ragged", dist="all_neginf", cpu_width=300),
+    Case("sel_constant", "select", 32, NB, 64, context=8192, dist="equal", cpu_context=800),
+    Case("sel_constant_k2048", "select", 8, NB, 2048, context=8192, dist="equal", cpu_rows=2, cpu_context=1000),
+    Case("sel_few_values", "select", 32, 16384, 100, ends="ragged", dist="few_values", cpu_width=800),
+    Case("sel_signed_zero", "select", 16, 4096, 64, ends="ragged", dist="signed_zero", cpu_width=400),
+    Case("sel_denormal", "select", 16, 4096, 64, ends="ragged", dist="denormal", cpu_width=400),
+    Case("sel_specials", "select", 16, 8192, 64, ends="ragged", dist="specials", cpu_width=500),
+    Case("sel_ramp", "select", 32, NB, 64, context=16384, dist="ramp", cpu_context=900),
+    Case("sel_shifted", "select", 32, NB, 64, context=16384, dist="shifted", cpu_context=900),
+    # --- select_candidate_blocks: logits → block scores → select (the full candidate path)
+    Case("blk_1row_ctx512", "blocks", 1, MML, 64, context=512, cpu_width=2048),
+    Case("blk_1row_ctx256k", "blocks", 1, MML, 64, context=MML, cpu_width=4096, cpu_context=4096),
+    Case("blk_64rows_ctx16k", "blocks", 64, MML, 64, context=16384, cpu_rows=3, cpu_context=1500),
+    Case("blk_640rows_ctx4k", "blocks", 640, MML, 64, context=4096, cpu_rows=5, cpu_context=900),
+    Case("blk_ragged", "blocks", 128, MML, 64, ends="ragged", cpu_rows=5),
+    Case("blk_starts", "blocks", 64, MML, 64, ends="ragged", starts=True, cpu_rows=5),
+    Case("blk_starts_row_repeat3", "blocks", 96, 65536, 64, ends="ragged", starts=True, row_repeat=3, cpu_rows=6),
+    Case("blk_row_repeat5", "blocks", 640, MML, 64, ends="ragged", row_repeat=5, cpu_rows=10),
+    Case("blk_k_gt_nblocks", "blocks", 8, 1024, 512, ends="ragged", cpu_width=1024),
+    Case("blk_k2048", "blocks", 16, MML, 2048, context=65536, cpu_rows=2, cpu_width=4096, cpu_context=4000),
+    Case("blk_nan_in_block", "blocks", 32, 65536, 64, ends="ragged", dist="nan1pct", cpu_rows=4),
+    Case("blk_ends_past_width", "blocks", 16, 8192, 64, ends="past_width", starts=True, cpu_width=1024),
+    Case("blk_zero_len", "blocks", 8, 8192, 64, ends="zero", cpu_rows=2, cpu_width=512),
+    Case("blk_garbage_tail", "blocks", 16, MML, 64, context=10000, garbage_tail=True, cpu_context=700),
+    Case("blk_constant", "blocks", 16, MML, 64, context=20000, dist="equal", cpu_context=1200),
+    Case("blk_block_size_1", "blocks", 8, 16384, 64, ends="ragged", block_size=1, cpu_width=700),
+    Case("blk_block_size_64", "blocks", 8, MML, 64, ends="ragged", block_size=64, cpu_width=4096),
+)
+
+MATRIX_BY_NAME = {c.name: c for c in MATRIX}
+assert len(MATRIX_BY_NAME) == len(MATRIX), "case names must be unique"
+
+
+def make_inputs(case: Case, *, seed: int, device="cpu") -> dict:
+    """Tensors for ``case`` (already sized): scores/logits, lengths/ends, starts."""
+    gen = torch.Generator().manual_seed(seed)
+    rows, width = case.rows, case.width
+    groups = rows // case.row_repeat
+    x = fill(case.dist, rows, width, gen=gen)
+    ctx = width if case.context is None else min(case.context, width)
+    if case.ends in ("ctx", "full"):
+        ends = torch.full((groups,), ctx if case.ends == "ctx" else width, dtype=torch.int64)
+    elif case.ends == "ragged":
+        ends = torch.randint(0, ctx + 1, (groups,), generator=gen)
+        ends[0] = ctx  # the longest row sets the work
+    elif case.ends == "some_zero":
+        ends = torch.randint(0, ctx + 1, (groups,), generator=gen)
+        ends[torch.rand(groups, generator=gen) < 0.3] = 0
+    elif case.ends == "zero":
+        ends = torch.zeros(groups, dtype=torch.int64)
+    elif case.ends == "past_width":
+        ends = torch.randint(width, 2 * width, (groups,), generator=gen)
+    else:
+        raise ValueError(f"unknown ends kind {case.ends!r}")
+    starts = None
+    if case.starts:
+        starts = (torch.rand(groups, generator=gen) * ends.clamp(max=width).to(torch.float32) * 0.5).to(torch.int64)
+    if case.garbage_tail:  # NaN/+inf past every row's end: must be ignored
+        col = torch.arange(width)
+        g = torch.arange(rows) // case.row_repeat
+        tail = col[None, :] >= ends[g][:, None]
+        garbage = torch.where(torch.rand(rows, width, generator=gen) < 0.5, float("nan"), float("inf"))
+        x = torch.where(tail, garbage, x)
+    out = {"x": x.to(device), "ends": ends.to(torch.int32).to(device)}
+    out["starts"] = None if starts is None else starts.to(torch.int32).to(device)
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodePoint:
+    context: int
+    concurrency: int
+    next_n: int
+    max_model_len: int = MML
+    block_size: int = 8
+
+    @property
+    def rows(self) -> int:
+        return self.concurrency * self.next_n
+
+    @property
+    def nblocks(self) -> int:
+        return math.ceil(self.max_model_len / self.block_size)
+
+    @property
+    def live_blocks(self) -> int:
+        return math.ceil(min(self.context, self.max_model_len) / self.block_size)
+
+
+CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128)
+NEXT_N = (1, 2, 3, 4, 5)
+CONTEXTS = (4096, 16384, 65536, 262144)
+DECODE_SWEEP = tuple(DecodePoint(c, b, n) for c in CONTEXTS for b in CONCURRENCY for n in NEXT_N)

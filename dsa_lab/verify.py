@@ -1,0 +1,238 @@
+"""Run the named correctness matrix (and a random fuzz) on the present backend.
+
+Every arm is compared with the exact reference (a sort of packed keys; DESIGN §2):
+outputs are poisoned before each call, every one of the ``k`` slots of every row
+is checked, and rows are compared as sets (the contract leaves the order free).
+The Triton arm must match everywhere.  The ``torch`` arm (``torch.topk``) is
+expected to match on CUDA — a claim this command measures — while on the CPU its
+tie order is not the contract's, so CPU mismatches of that arm are reported as
+expected and do not fail the run.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import torch
+
+from . import _impl
+from .scores import block_scores_torch
+from .select import select_candidate_blocks, topk_select, topk_select_reference
+from .shapes import MATRIX, SPECIAL_DISTS, DISTS, Case, make_inputs
+
+POISON = -0x21524111  # 0xDEADBEEF as int32: never a valid id or -1
+
+
+def reference_ids(case: Case, inp: dict) -> torch.Tensor:
+    if case.op == "select":
+        return topk_select_reference(inp["x"], case.k, inp["ends"], case.row_repeat)
+    sc = block_scores_torch(inp["x"], inp["ends"], inp["starts"], case.block_size, case.row_repeat)
+    return topk_select_reference(sc, case.k, None, 1)
+
+
+def run_arm(case: Case, inp: dict, arm: str) -> torch.Tensor:
+    out = torch.full((case.rows, case.k), POISON, dtype=torch.int32, device=inp["x"].device)
+    if case.op == "select":
+        topk_select(inp["x"], case.k, lengths=inp["ends"], row_repeat=case.row_repeat, impl=arm, out=out)
+    else:
+        select_candidate_blocks(
+            inp["x"], inp["ends"], case.k, row_starts=inp["starts"], block_size=case.block_size,
+            row_repeat=case.row_repeat, impl=arm, out=out,
+        )
+    return out
+
+
+def compare(got: torch.Tensor, ref: torch.Tensor) -> tuple[int, str]:
+    """(number of mismatching rows, description of the first) — rows compared as sorted sets, all slots."""
+    g = torch.sort(got.cpu(), dim=1).values
+    r = torch.sort(ref.cpu(), dim=1).values
+    bad = (g != r).any(dim=1)
+    n = int(bad.sum())
+    if not n:
+        return 0, ""
+    row = int(bad.nonzero()[0, 0])
+    gs, rs = set(got[row].tolist()), set(ref[row].tolist())
+    col = int((g[row] != r[row]).nonzero()[0, 0])
+    msg = (
+        f"row {row}: first differing sorted slot {col} (got {int(g[row, col])}, want {int(r[row, col])}); "
+        f"missing {sorted(rs - gs)[:8]} extra {sorted(gs - rs)[:8]}"
+    )
+    return n, msg
+
+
+def strict(arm: str, device: torch.device) -> bool:
+    """Does a mismatch of this arm fail the run?  torch.topk is held to the contract on CUDA only."""
+    return arm != "torch" or device.type == "cuda"
+
+
+def run_case(case: Case, arms, *, seed: int, device) -> list[dict]:
+    inp = make_inputs(case, seed=seed, device=device)
+    ref = reference_ids(case, inp)
+    rows = []
+    for arm in arms:
+        t0 = time.perf_counter()
+        try:
+            got = run_arm(case, inp, arm)
+            n_bad, first = compare(got, ref)
+            err = ""
+        except Exception as e:  # a crash is a failure, reported like a mismatch
+            n_bad, first, err = case.rows, "", f"{type(e).__name__}: {e}"
+        rows.append(
+            {
+                "case": case.name, "op": case.op, "rows": case.rows, "width": case.width, "k": case.k,
+                "dist": case.dist, "arm": arm, "seed": seed, "bad_rows": n_bad,
+                "strict": strict(arm, torch.device(device)), "first_mismatch": first, "error": err,
+                "seconds": round(time.perf_counter() - t0, 4),
+            }
+        )
+    return rows
+
+
+def default_arms(device) -> tuple[str, ...]:
+    return ("triton", "torch") if _impl.triton_usable(torch.device(device)) else ("torch",)
+
+
+def run_matrix(*, scale: str, arms, seed: int, device, names=None, progress: bool = True) -> list[dict]:
+    cases = [c for c in MATRIX if not names or any(n in c.name for n in names)]
+    results = []
+    it = cases
+    if progress:
+        from tqdm import tqdm
+
+        it = tqdm(cases, desc=f"verify ({scale}, {','.join(arms)})", unit="case")
+    for i, c in enumerate(it):
+        results += run_case(c.sized(scale), arms, seed=seed + i, device=device)
+    return results
+
+
+def random_case(gen: torch.Generator, max_width: int, max_rows: int) -> Case:
+    def ri(lo, hi):
+        return int(torch.randint(lo, hi + 1, (1,), generator=gen))
+
+    op = "select" if ri(0, 3) else "blocks"
+    rr = (1, 1, 2, 3, 5)[ri(0, 4)]
+    rows = rr * ri(1, max(1, max_rows // rr))
+    width = ri(1, max_width)
+    k = (1, 2, 7, 64, 100, 128, 512, 1000, 2048)[ri(0, 8)] if ri(0, 2) else ri(1, 300)
+    dist = (DISTS + SPECIAL_DISTS)[ri(0, len(DISTS) + len(SPECIAL_DISTS) - 1)]
+    ends = ("ctx", "ragged", "some_zero", "full", "zero", "past_width")[ri(0, 5)]
+    bs = (8, 8, 8, 1, 4, 16, 64)[ri(0, 6)] if op == "blocks" else 8
+    return Case(
+        f"fuzz_{op}", op, rows, width, k, context=ri(0, width), ends=ends, starts=bool(ri(0, 1)) and op == "blocks",
+        row_repeat=rr, dist=dist, garbage_tail=bool(ri(0, 3) == 0), block_size=bs,
+    )
+
+
+def fuzz(n: int, *, arms, seed: int, device, max_width: int, max_rows: int, progress=True) -> dict:
+    gen = torch.Generator().manual_seed(seed)
+    counts = {a: {"cases": 0, "mismatched_cases": 0} for a in arms}
+    failures = []
+    it = range(n)
+    if progress:
+        from tqdm import tqdm
+
+        it = tqdm(it, desc="fuzz", unit="case")
+    for i in it:
+        c = random_case(gen, max_width, max_rows)
+        for r in run_case(c, arms, seed=seed * 1_000_003 + i, device=device):
+            counts[r["arm"]]["cases"] += 1
+            if r["bad_rows"]:
+                counts[r["arm"]]["mismatched_cases"] += 1
+                if len(failures) < 50:
+                    failures.append({**r, "case_spec": c.__dict__})
+    return {"n": n, "seed": seed, "max_width": max_width, "max_rows": max_rows, "arms": counts, "failures": failures}
+
+
+def format_table(results: list[dict]) -> str:
+    arms = list(dict.fromkeys(r["arm"] for r in results))
+    by = {}
+    for r in results:
+        by.setdefault(r["case"], {})[r["arm"]] = r
+    head = f"{'case':<26} {'rows':>5} {'width':>7} {'k':>5}  " + "  ".join(f"{a:>16}" for a in arms)
+    lines = [head, "-" * len(head)]
+    for name, d in by.items():
+        any_r = next(iter(d.values()))
+        cells = []
+        for a in arms:
+            r = d.get(a)
+            if r is None:
+                cells.append(f"{'-':>16}")
+                continue
+            if r["error"]:
+                s = "ERROR"
+            elif r["bad_rows"]:
+                s = f"{r['bad_rows']} bad" + ("" if r["strict"] else " (cpu)")
+            else:
+                s = "ok"
+            cells.append(f"{s:>16}")
+        lines.append(f"{name:<26} {any_r['rows']:>5} {any_r['width']:>7} {any_r['k']:>5}  " + "  ".join(cells))
+    return "\n".join(lines)
+
+
+def failures(results: list[dict]) -> list[dict]:
+    return [r for r in results if (r["bad_rows"] or r["error"]) and r["strict"]]
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--scale", choices=("auto", "cpu", "gpu"), default="auto",
+                   help="case sizes: gpu (full) or cpu (interpreter-sized); auto = gpu when CUDA is present")
+    p.add_argument("--arms", default=None, help="comma list of arms (default: triton,torch where Triton runs, else torch)")
+    p.add_argument("--cases", default=None, help="comma list of substrings selecting case names")
+    p.add_argument("--seed", type=int, default=None, help="input seed (default: fresh each run)")
+    p.add_argument("--fuzz", type=int, default=0, help="also run N random cases")
+    p.add_argument("--fuzz-max-width", type=int, default=None)
+    p.add_argument("--fuzz-max-rows", type=int, default=None)
+    p.add_argument("--record", default=None, help="folder to write verify_matrix.csv / fuzz.json (+ metadata) into")
+    p.add_argument("--no-progress", action="store_true")
+
+
+def run(args) -> int:
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    scale = args.scale if args.scale != "auto" else ("gpu" if device == "cuda" else "cpu")
+    arms = tuple(args.arms.split(",")) if args.arms else default_arms(device)
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(3), "little")
+    names = args.cases.split(",") if args.cases else None
+    backend = "cuda: " + torch.cuda.get_device_name() if device == "cuda" else (
+        "cpu (Triton interpreter)" if _impl.interpreter_active() else "cpu (torch only)"
+    )
+    print(f"dsa-lab verify: backend {backend}; scale {scale}; arms {','.join(arms)}; seed {seed}")
+    results = run_matrix(scale=scale, arms=arms, seed=seed, device=device, names=names, progress=not args.no_progress)
+    print(format_table(results))
+    bad = failures(results)
+    fz = None
+    if args.fuzz:
+        mw = args.fuzz_max_width or (8192 if device == "cuda" else 300)
+        mr = args.fuzz_max_rows or (64 if device == "cuda" else 4)
+        fz = fuzz(args.fuzz, arms=arms, seed=seed, device=device, max_width=mw, max_rows=mr, progress=not args.no_progress)
+        for a, c in fz["arms"].items():
+            print(f"fuzz {a}: {c['mismatched_cases']} mismatched of {c['cases']} cases")
+        bad += [f for f in fz["failures"] if f["strict"]]
+    if args.record:
+        _record(args.record, results, fz, seed=seed, scale=scale)
+    for r in bad[:10]:
+        print(f"FAIL {r['case']} [{r['arm']}]: {r['error'] or r['first_mismatch']}")
+    n_cases = len({r["case"] for r in results})
+    print(f"{n_cases} cases x {len(arms)} arms: {len(bad)} strict failures")
+    return 1 if bad else 0
+
+
+def _record(folder: str, results, fz, *, seed: int, scale: str) -> None:
+    import csv
+    import sys
+
+    from . import data
+
+    os.makedirs(folder, exist_ok=True)
+    meta = data.collect_metadata(" ".join(["dsa-lab"] + sys.argv[1:]), {"seed": seed, "scale": scale})
+    path = os.path.join(folder, "verify_matrix.csv")
+    cols = ["case", "op", "rows", "width", "k", "dist", "arm", "seed", "bad_rows", "strict", "first_mismatch", "error", "seconds"]
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        for r in results:
+            w.writerow({c: r[c] for c in cols})
+    data.save_meta(os.path.join(folder, "verify_matrix.meta.json"), meta)
+    if fz is not None:
+        with open(os.path.join(folder, "fuzz.json"), "w") as f:
+            json.dump({"meta": meta, **fz}, f, indent=1, default=str)
