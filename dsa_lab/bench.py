@@ -1,0 +1,435 @@
+"""Timing, measured ceilings, a bytes model per stage, and roofline placement.
+
+Timing (DESIGN §5)
+------------------
+:func:`time_fn` times a callable that launches GPU work:
+
+* On CUDA: :func:`time_cuda_graph` — warm up, capture ``inner`` back-to-back calls in
+  one CUDA graph (``inner`` chosen so one replay lasts about ``target_replay_us``), replay
+  it many times with a CUDA event pair around each replay, and report the per-call time
+  (replay time / ``inner``): median, p10, p90, min and max over the replays.  This is the
+  method of ``triton.testing.do_bench_cudagraph`` (an unrolled graph, events around the
+  replay) with more replays so that a spread can be reported; its API differs between
+  triton 3.6 and 3.9 only in details, so this module does not depend on it
+  (:func:`time_do_bench_cudagraph` calls it, for comparison).
+  Inputs are not rotated: the numbers are warm-L2 numbers (DESIGN §5 asks for rotation only
+  when cold-cache numbers are claimed; none are).
+* Without CUDA: :func:`time_wallclock` — ``time.perf_counter`` around calls.  Under the
+  Triton interpreter this measures the interpreter, so every such result is labelled
+  :data:`INTERPRETER_LABEL` ("interpreter (not a performance measurement)").
+
+Ceilings (measured, never quoted): :func:`measure_ceilings` → read-only streaming
+bandwidth (a sum over a multi-GB tensor, best of ``torch.sum`` and a Triton read-only
+reduction), the time of one empty Triton launch in a graph and of two.
+
+Bytes model and roofline
+------------------------
+:func:`select_bytes` / :func:`full_bytes` model the DRAM traffic of each arm of each
+stage (``docs`` in their docstrings); :func:`roofline` places a measurement:
+``floor_us = max(launch_us, bytes / stream_bandwidth)`` and
+``roofline_frac = floor_us / median_us`` (1.0 = at the roofline).
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import gc
+import math
+import statistics
+import time
+
+import torch
+
+__all__ = [
+    "INTERPRETER_LABEL",
+    "CUDA_GRAPH_LABEL",
+    "Timing",
+    "has_cuda",
+    "timing_method",
+    "time_fn",
+    "time_cuda_graph",
+    "time_wallclock",
+    "time_do_bench_cudagraph",
+    "measure_ceilings",
+    "select_bytes",
+    "full_bytes",
+    "producer_bytes",
+    "roofline",
+]
+
+INTERPRETER_LABEL = "interpreter (not a performance measurement)"
+WALLCLOCK_LABEL = "cpu wall clock (not a GPU measurement)"
+CUDA_GRAPH_LABEL = "cuda graph"
+
+
+def has_cuda() -> bool:
+    return torch.cuda.is_available()
+
+
+def _interpreter() -> bool:
+    from ._impl import interpreter_active
+
+    return interpreter_active()
+
+
+def timing_method() -> str:
+    """The label every timing of this process carries."""
+    if has_cuda():
+        return CUDA_GRAPH_LABEL
+    return INTERPRETER_LABEL if _interpreter() else WALLCLOCK_LABEL
+
+
+@dataclasses.dataclass
+class Timing:
+    """Per-call time of a callable, microseconds, over ``n`` samples."""
+
+    median_us: float
+    p10_us: float
+    p90_us: float
+    min_us: float
+    max_us: float
+    n: int
+    inner: int
+    method: str
+
+    def as_row(self) -> dict:
+        return {
+            "median_us": self.median_us,
+            "p10_us": self.p10_us,
+            "p90_us": self.p90_us,
+            "min_us": self.min_us,
+            "max_us": self.max_us,
+            "samples": self.n,
+            "timing": self.method,
+        }
+
+
+def _quantile(xs: list[float], q: float) -> float:
+    s = sorted(xs)
+    if len(s) == 1:
+        return s[0]
+    pos = q * (len(s) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+def _summarize(per_call_us: list[float], inner: int, method: str) -> Timing:
+    return Timing(
+        median_us=statistics.median(per_call_us),
+        p10_us=_quantile(per_call_us, 0.1),
+        p90_us=_quantile(per_call_us, 0.9),
+        min_us=min(per_call_us),
+        max_us=max(per_call_us),
+        n=len(per_call_us),
+        inner=inner,
+        method=method,
+    )
+
+
+@contextlib.contextmanager
+def _capture(graph, stream):
+    """``torch.cuda.graph`` with Python's cyclic GC off during the capture (as triton's
+    ``cuda_graph_without_gc``): a collected Triton kernel object would unload its module mid-capture."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        with torch.cuda.graph(graph, stream=stream):
+            yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def time_cuda_graph(
+    fn,
+    *,
+    target_replay_us: float = 200.0,
+    max_inner: int = 100,
+    rep_ms: float = 25.0,
+    min_replays: int = 10,
+    max_replays: int = 200,
+    warmup: int = 2,
+) -> Timing:
+    """CUDA-graph timing of ``fn`` (see the module docstring).
+
+    ``fn`` must be capturable (no host syncs, no allocation that depends on data).
+    Runs on a side stream, as graph capture requires.
+    """
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(warmup):
+            fn()
+        stream.synchronize()
+        # estimate from a 1-call graph (no host launch overhead in the estimate)
+        g1 = torch.cuda.CUDAGraph()
+        with _capture(g1, stream):
+            fn()
+        g1.replay()
+        stream.synchronize()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record(stream)
+        for _ in range(5):
+            g1.replay()
+        e.record(stream)
+        e.synchronize()
+        est_us = max(s.elapsed_time(e) * 1e3 / 5, 0.5)
+        del g1
+        inner = int(max(1, min(max_inner, round(target_replay_us / est_us))))
+        g = torch.cuda.CUDAGraph()
+        with _capture(g, stream):
+            for _ in range(inner):
+                fn()
+        g.replay()
+        stream.synchronize()
+        replays = int(max(min_replays, min(max_replays, rep_ms * 1e3 / (est_us * inner))))
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(replays)]
+        for s, e in events:
+            s.record(stream)
+            g.replay()
+            e.record(stream)
+        stream.synchronize()
+        per_call = [s.elapsed_time(e) * 1e3 / inner for s, e in events]
+        del g
+    torch.cuda.current_stream().wait_stream(stream)
+    return _summarize(per_call, inner, CUDA_GRAPH_LABEL)
+
+
+def time_do_bench_cudagraph(fn, rep_ms: float = 20.0) -> Timing:
+    """``triton.testing.do_bench_cudagraph`` (10 replays of an unrolled graph) as a :class:`Timing`.
+
+    Uses ``return_mode="all"`` (triton 3.6 and 3.9 both have it), falling back to the
+    median for older versions.
+    """
+    import triton.testing as tt
+
+    with torch.cuda.stream(torch.cuda.Stream()):
+        try:
+            ms = tt.do_bench_cudagraph(fn, rep=rep_ms, return_mode="all")
+        except (TypeError, AssertionError):  # an older triton without return_mode="all"
+            ms = [tt.do_bench_cudagraph(fn, rep=rep_ms)]
+    if not isinstance(ms, (list, tuple)):
+        ms = [ms]
+    return _summarize([m * 1e3 for m in ms], 0, CUDA_GRAPH_LABEL + " (triton.testing.do_bench_cudagraph)")
+
+
+def time_wallclock(fn, *, reps: int = 1, warmup: int = 0, method: str | None = None) -> Timing:
+    """``time.perf_counter`` around ``reps`` calls (after ``warmup``), per call."""
+    for _ in range(warmup):
+        fn()
+    if has_cuda():
+        torch.cuda.synchronize()
+    xs = []
+    for _ in range(max(1, reps)):
+        t0 = time.perf_counter()
+        fn()
+        if has_cuda():
+            torch.cuda.synchronize()
+        xs.append((time.perf_counter() - t0) * 1e6)
+    return _summarize(xs, 1, method or timing_method())
+
+
+def time_fn(fn, **kw) -> Timing:
+    """CUDA-graph timing on a GPU; wall clock (labelled) otherwise.  ``kw`` go to the chosen timer."""
+    if has_cuda():
+        return time_cuda_graph(fn, **{k: v for k, v in kw.items() if k != "reps"})
+    return time_wallclock(fn, reps=kw.get("reps", 1))
+
+
+# ----------------------------------------------------------------------------- ceilings
+
+
+@functools.lru_cache(maxsize=None)
+def _kernels():
+    """Triton kernels of this module, defined on first use (TRITON_INTERPRET is read at decoration)."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def empty_kernel(x_ptr):
+        pass
+
+    @triton.jit
+    def stream_sum_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, ITERS: tl.constexpr):
+        pid = tl.program_id(0)
+        nprog = tl.num_programs(0)
+        acc = tl.zeros([BLOCK], dtype=tl.float32)
+        offs = tl.arange(0, BLOCK)
+        for i in range(ITERS):
+            base = (i * nprog + pid).to(tl.int64) * BLOCK
+            m = base + offs < n
+            acc += tl.load(x_ptr + base + offs, mask=m, other=0.0, cache_modifier=".cg")
+        tl.store(out_ptr + pid, tl.sum(acc, axis=0))
+
+    return empty_kernel, stream_sum_kernel
+
+
+def _stream_triton(x: torch.Tensor, out: torch.Tensor, nprog: int, block: int):
+    _, k = _kernels()
+    iters = -(-x.numel() // (nprog * block))
+    k[(nprog,)](x, out, x.numel(), BLOCK=block, ITERS=iters, num_warps=8)
+
+
+def measure_ceilings(*, stream_bytes: int | None = None, device=None) -> dict:
+    """Measured ceilings of this device.
+
+    Returns ``{"stream_gbps", "launch_us", "two_launch_us", "stream_bytes", "stream_method",
+    "timing"}``:
+
+    * ``stream_gbps`` — read-only streaming bandwidth, GB/s (1e9 B/s): the best of
+      ``torch.sum`` and a Triton read-only reduction over a ``stream_bytes`` fp32 tensor
+      (default 4 GiB on a GPU, 32 MiB without one), each timed in a CUDA graph.
+    * ``launch_us`` / ``two_launch_us`` — one / two empty Triton launches per call, in a graph.
+
+    Without CUDA the same quantities are measured by wall clock on the CPU (interpreter)
+    and ``timing`` says so: they are then not a performance measurement.
+    """
+    empty, _ = _kernels()
+    if has_cuda():
+        dev = torch.device(device or "cuda")
+        nbytes = int(stream_bytes or 4 * 2**30)
+        free = torch.cuda.mem_get_info(dev)[0]
+        nbytes = min(nbytes, int(free * 0.5))
+        x = torch.empty(nbytes // 4, dtype=torch.float32, device=dev).uniform_()
+        sink = torch.empty((), device=dev)
+        t_torch = time_cuda_graph(lambda: torch.sum(x, 0, out=sink), target_replay_us=2000, max_inner=4, rep_ms=60)
+        sm = torch.cuda.get_device_properties(dev).multi_processor_count
+        best = ("torch.sum", t_torch)
+        for per_sm, block in ((4, 4096), (8, 2048), (16, 1024)):
+            nprog = sm * per_sm
+            partial = torch.empty(nprog, dtype=torch.float32, device=dev)
+            try:
+                t = time_cuda_graph(lambda: _stream_triton(x, partial, nprog, block), target_replay_us=2000,
+                                    max_inner=4, rep_ms=60)
+            except Exception:  # noqa: BLE001 - a config that does not compile is just skipped
+                continue
+            if t.median_us < best[1].median_us:
+                best = (f"triton read-only sum ({nprog} programs x {block})", t)
+        stream_gbps = x.numel() * 4 / (best[1].median_us * 1e3)
+        del x
+        z = torch.zeros(1, device=dev)
+        t1 = time_cuda_graph(lambda: empty[(1,)](z), target_replay_us=300, max_inner=200, rep_ms=30)
+
+        def two():
+            empty[(1,)](z)
+            empty[(1,)](z)
+
+        t2 = time_cuda_graph(two, target_replay_us=300, max_inner=200, rep_ms=30)
+        method = CUDA_GRAPH_LABEL
+    else:
+        nbytes = int(stream_bytes or 32 * 2**20)
+        x = torch.rand(nbytes // 4)
+        t_sum = time_wallclock(lambda: x.sum(), reps=5, warmup=1, method=timing_method())
+        best = ("torch.sum (cpu)", t_sum)
+        stream_gbps = x.numel() * 4 / (t_sum.median_us * 1e3)
+        z = torch.zeros(1)
+        t1 = time_wallclock(lambda: empty[(1,)](z), reps=5, warmup=1)
+
+        def two():
+            empty[(1,)](z)
+            empty[(1,)](z)
+
+        t2 = time_wallclock(two, reps=5, warmup=1)
+        method = timing_method()
+    return {
+        "stream_gbps": round(stream_gbps, 1),
+        "launch_us": round(t1.median_us, 3),
+        "two_launch_us": round(t2.median_us, 3),
+        "stream_bytes": nbytes,
+        "stream_method": best[0],
+        "timing": method,
+    }
+
+
+# ----------------------------------------------------------------------------- bytes model
+
+F32 = 4
+I32 = 4
+I64 = 8
+
+
+def _topk_out_bytes(rows: int, k: int, n: int) -> int:
+    """torch.topk outputs (fp32 values + int64 indices) and the store pass (reads both, writes int32)."""
+    kk = min(k, n)
+    return rows * kk * (F32 + I64) + rows * kk * (F32 + I64) + rows * k * I32
+
+
+def select_bytes(arm: str, live_blocks: list[int], nblocks: int, k: int) -> int:
+    """Modelled DRAM bytes of the ``select`` stage (block scores → candidate ids) for one call.
+
+    * ``triton``: the live scores of each row read once + the ids written (``rows * k * 4``).
+    * ``torch``: ``torch.topk`` reads the whole padded width (``rows * nblocks * 4``), writes
+      values + int64 indices, and the store pass reads them and writes int32 ids.
+    * ``torch_live``: the same over the host-known live slice ``[:, :max(live)]``.
+    Lower bounds: multi-pass algorithms read more; the model counts each input once.
+    """
+    rows = len(live_blocks)
+    live = [min(max(int(x), 0), nblocks) for x in live_blocks]
+    if arm == "torch":
+        return rows * nblocks * F32 + _topk_out_bytes(rows, k, nblocks)
+    if arm == "torch_live":
+        n = max(live) if live else 0
+        return rows * n * F32 + _topk_out_bytes(rows, k, max(n, 1))
+    return sum(live) * F32 + rows * k * I32
+
+
+def full_bytes(arm: str, row_ends: list[int], width: int, block_size: int, k: int) -> int:
+    """Modelled DRAM bytes of the ``full`` stage (logits → scores → ids → flags) for one call.
+
+    Triton arms: each row's live logits read once (``sum(min(end, width)) * 4``); every arm: the
+    flags written once (``rows * (nblocks + 1)`` bytes; zeroing and setting are one pass).
+
+    * ``triton`` (fused): + ids written (``rows * k * 4``); no scores tensor.
+    * ``triton_unfused``: + the live block scores written and read back.
+    * ``torch``: the upstream scores kernel loads the whole padded width (``rows * width * 4``, in place
+      of the live logits), writes the padded scores and ``torch.topk`` reads them
+      (``2 * rows * nblocks * 4``), + topk outputs and the store pass.
+    * ``torch_live``: the same over the host-known live slice ``[:, :max(end)]``.
+    """
+    rows = len(row_ends)
+    nb = -(-width // block_size)
+    ends = [min(max(int(e), 0), width) for e in row_ends]
+    live_blocks = [-(-e // block_size) for e in ends]
+    flags = rows * (nb + 1)
+    common = sum(ends) * F32 + flags
+    if arm == "torch":
+        return rows * width * F32 + flags + 2 * rows * nb * F32 + _topk_out_bytes(rows, k, nb)
+    if arm == "torch_live":
+        emax = max(ends) if ends else 0
+        n = -(-emax // block_size)
+        return rows * emax * F32 + flags + 2 * rows * n * F32 + _topk_out_bytes(rows, k, max(n, 1))
+    if arm == "triton_unfused":
+        return common + 2 * sum(live_blocks) * F32 + rows * k * I32
+    return common + rows * k * I32
+
+
+def producer_bytes(batch: int, next_n: int, heads: int, head_dim: int, context_lens: list[int]) -> dict:
+    """Bytes of the paged MQA logits producer (issue 5 item 6).
+
+    ``read``: the fp8 keys and fp32 scales of each sequence's live tokens, once per sequence
+    (``sum(ctx) * (head_dim + 4)``), plus q (fp8, ``batch * next_n * heads * head_dim``) and
+    the weights (``batch * next_n * heads * 4``).  ``write``: the logits of each row's window
+    (``sum over rows of end * 4``), reported apart: the achieved bandwidth counts reads.
+    """
+    ctx = [int(c) for c in context_lens]
+    read = sum(ctx) * (head_dim + 4) + batch * next_n * heads * head_dim + batch * next_n * heads * F32
+    write = sum(max(c - next_n + n + 1, 0) for c in ctx for n in range(next_n)) * F32
+    return {"read": read, "write": write}
+
+
+def roofline(nbytes: int, median_us: float, ceilings: dict, launches: int = 1) -> dict:
+    """``{"gbps", "floor_us", "roofline_frac"}`` of one measurement.
+
+    ``floor_us = max(launch floor, bytes / stream bandwidth)`` with the launch floor the
+    measured time of one empty launch in a graph (``launches=2`` uses the two-launch time);
+    ``roofline_frac = floor_us / median_us`` (1.0 = on the roofline, 0.1 = 10x above it).
+    """
+    bw = float(ceilings.get("stream_gbps") or 0.0)
+    launch = float(ceilings.get("two_launch_us" if launches >= 2 else "launch_us") or 0.0)
+    bw_us = nbytes / (bw * 1e3) if bw > 0 else 0.0
+    floor = max(launch, bw_us)
+    gbps = nbytes / (median_us * 1e3) if median_us > 0 else float("nan")
+    frac = floor / median_us if median_us > 0 else float("nan")
+    return {"gbps": gbps, "floor_us": floor, "roofline_frac": frac}

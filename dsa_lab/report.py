@@ -1,0 +1,573 @@
+"""Build markdown tables (speedups, targets, roofline, step breakdown, producer) from recorded data.
+
+Reads ``<data>/select_sweep.csv``, ``step_breakdown.csv``, ``producer_sweep.csv`` and their
+``.meta.json`` (written by ``dsa-lab sweep``) and the seed's transcribed MI355X tables in
+``data/mi355x_seed/``, and writes markdown: seed-style speedup tables per context (median and
+range), representative points in µs (before / after / speedup), roofline fractions, the issue 4
+(select stage) and issue 7 (full stage) targets with their measured values, k = 512 / 2048, the
+distribution-insensitivity ratio, the decode-step breakdown with an ITL-share model, and the
+producer's bandwidth.  ``--readme README.md`` rewrites the README between
+``<!-- results:start -->`` and ``<!-- results:end -->``.
+
+Every table says which GPU, commit and date its numbers come from; the seed's numbers are labelled
+as transcribed; interpreter rows are labelled as not a performance measurement.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+from . import data as _data
+
+START, END = "<!-- results:start -->", "<!-- results:end -->"
+INTERP = "interpreter (not a performance measurement)"
+SEED_LABEL = "transcribed from the seed pull request text, not measured by this project"
+
+# (label, stage, context or None, kind, threshold)
+SELECT_TARGETS = [
+    ("median speedup over torch at 4K", "select", 4096, "median_speedup", 10.0),
+    ("median speedup over torch at 16K", "select", 16384, "median_speedup", 10.0),
+    ("median speedup over torch at 64K", "select", 65536, "median_speedup", 6.0),
+]
+FULL_TARGETS = [
+    ("median speedup over torch at 4K", "full", 4096, "median_speedup", 15.0),
+    ("median speedup over torch at 16K", "full", 16384, "median_speedup", 15.0),
+    ("median speedup over torch at 64K", "full", 65536, "median_speedup", 6.0),
+]
+REPRESENTATIVE = [  # the seed's points + the extremes the targets name
+    (4096, 1, 1), (4096, 32, 1), (4096, 128, 5), (16384, 32, 1), (16384, 128, 5), (65536, 32, 1), (65536, 128, 5),
+    (262144, 1, 1), (262144, 32, 1), (262144, 128, 5),
+]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def fmt(v, nd=2) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    if isinstance(v, int) and not isinstance(v, bool):
+        v = float(v)
+    if isinstance(v, float):
+        if abs(v) >= 100:
+            return f"{v:.0f}" if nd <= 2 else f"{v:.1f}"
+        return f"{v:.{nd}f}"
+    return str(v)
+
+
+def fx(v) -> str:
+    return "—" if v is None else f"{v:.2f}x"
+
+
+def table(headers: list[str], rows: list[list]) -> str:
+    if not rows:
+        return "_(no recorded points)_\n"
+    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(str(c) for c in r) + " |")
+    return "\n".join(out) + "\n"
+
+
+def ctx_label(c) -> str:
+    c = int(c)
+    return f"{c // 1024}K" if c >= 1024 and c % 1024 == 0 else str(c)
+
+
+def _key(r, with_arm=False):
+    k = (r.get("stage"), r.get("context"), r.get("concurrency"), r.get("next_n"), r.get("k"), r.get("dist"))
+    return (r.get("arm"),) + k if with_arm else k
+
+
+def index(rows) -> dict:
+    """(arm, stage, context, concurrency, next_n, k, dist) → row (the last recorded wins)."""
+    out = {}
+    for r in rows:
+        if r.get("median_us") is not None:
+            out[_key(r, True)] = r
+    return out
+
+
+def pick(rows, **kw):
+    return [r for r in rows if all(r.get(k) == v for k, v in kw.items())]
+
+
+def speedups(idx: dict, base: str, arm: str, **kw) -> list[tuple[dict, float]]:
+    """[(row of ``arm``, base_median / arm_median)] over points where both are recorded, filtered by kw."""
+    out = []
+    for key, r in idx.items():
+        if key[0] != arm or not all(r.get(k) == v for k, v in kw.items()):
+            continue
+        b = idx.get((base,) + key[1:])
+        if b and r["median_us"] > 0:
+            out.append((r, b["median_us"] / r["median_us"]))
+    return out
+
+
+def summary(xs: list[float]):
+    if not xs:
+        return None, None, None
+    return statistics.median(xs), min(xs), max(xs)
+
+
+# --------------------------------------------------------------------------- provenance
+
+
+def provenance(meta: dict, rows: list[dict], path: Path) -> str:
+    if not meta and not rows:
+        return f"_No record at `{path}`._\n"
+    commits = sorted({str(r.get("commit")) for r in rows if r.get("commit")})
+    timing = sorted({str(r.get("timing")) for r in rows if r.get("timing")})
+    gpu = meta.get("gpu_name") or ("Triton interpreter on CPU" if meta.get("triton_interpreter") else meta.get("device"))
+    c = meta.get("ceilings") or {}
+    lines = [
+        f"Source: `{_rel(path)}` — {len(rows)} rows; GPU **{gpu}**"
+        + (f" ({meta.get('sm_count')} SMs)" if meta.get("sm_count") else "")
+        + f", driver {meta.get('driver') or '—'}, torch {meta.get('torch')}, triton {meta.get('triton')}; "
+        f"last run {meta.get('date_utc')} at commit `{str(meta.get('commit') or '')[:12]}`"
+        + (" (dirty tree)" if meta.get("dirty") else "")
+        + f"; row commits: {', '.join('`' + x + '`' for x in commits) or '—'}; timing: {', '.join(timing) or '—'}.",
+    ]
+    if c:
+        lines.append(
+            f"Measured ceilings: read-only streaming **{fmt(c.get('stream_gbps'), 0)} GB/s**"
+            + (f" ({c['stream_method']})" if c.get("stream_method") else "") + f", empty Triton launch in a graph **{fmt(c.get('launch_us'))} µs**, "
+            f"two launches **{fmt(c.get('two_launch_us'))} µs**."
+        )
+    if any(t.startswith("cuda graph") for t in timing):
+        lines.append("Times are CUDA-graph medians over replays of back-to-back calls on the same inputs (warm L2: "
+                     "inputs that fit in the 50 MB L2 stay there, so a `roofline_frac` above 1 means L2-served); "
+                     "speedups compare arms measured in the same process on the same inputs.")
+    if any(INTERP in str(t) for t in timing) or meta.get("triton_interpreter"):
+        lines.append(f"\n> **{INTERP.upper()}** — these rows time the Triton interpreter on a CPU at tiny shapes; "
+                     "they test the command and the format, they say nothing about kernel speed.")
+    return "\n".join(lines) + "\n"
+
+
+def _rel(path: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(_data.repo_root()))
+    except ValueError:
+        return str(path)
+
+
+# --------------------------------------------------------------------------- sections
+
+
+def checks_line(rows) -> str:
+    """How many timed rows had their ids checked, and any mismatch (named)."""
+    checked = [r for r in rows if r.get("check") not in (None, "", "baseline")]
+    bad = [r for r in checked if str(r.get("check")).startswith("mismatch")]
+    ties = [r for r in checked if str(r.get("check")).startswith("cpu-topk-ties")]
+    line = (f"Correctness: every non-baseline row's ids were compared as sets with the baseline before timing — "
+            f"{len(checked) - len(bad) - len(ties)}/{len(checked)} rows agree")
+    if ties:
+        line += (f"; {len(ties)} rows of CPU `torch.topk` differ on ties (expected: its CPU tie order is not the "
+                 "contract's, DESIGN §2)")
+    if bad:
+        line += "; **MISMATCHES**: " + "; ".join(
+            f"{r['arm']} {r['stage']} ctx {r['context']} rows {r['rows']} k {r['k']} {r['dist']} ({r['check']})"
+            for r in bad[:10]) + (f"; … {len(bad) - 10} more" if len(bad) > 10 else "")
+    return line + ".\n"
+
+
+def per_context_table(idx, stage, k, dist, arm="triton", bases=("torch", "torch_live")) -> str:
+    contexts = sorted({key[2] for key in idx if key[1] == stage and key[5] == k and key[6] == dist})
+    rows = []
+    for c in contexts:
+        line = [ctx_label(c)]
+        n = 0
+        for base in bases:
+            sp = [s for _, s in speedups(idx, base, arm, stage=stage, context=c, k=k, dist=dist)]
+            n = max(n, len(sp))
+            m, lo, hi = summary(sp)
+            line += [fx(m), f"{fx(lo)}–{fx(hi)}" if sp else "—"]
+        fr = [r["roofline_frac"] for key, r in idx.items() if key[0] == arm and key[1] == stage and key[2] == c
+              and key[5] == k and key[6] == dist and r.get("roofline_frac") is not None]
+        m, lo, hi = summary(fr)
+        line += [fmt(m, 3), f"{fmt(lo, 3)}–{fmt(hi, 3)}" if fr else "—", n]
+        rows.append(line)
+    hdr = ["context"]
+    for base in bases:
+        hdr += [f"median vs {base}", "range"]
+    hdr += [f"{arm} roofline frac (median)", "range", "points"]
+    return table(hdr, rows)
+
+
+def representative_table(idx, stage, k=64, dist="normal") -> str:
+    rows = []
+    arms = sorted({key[0] for key in idx if key[1] == stage})
+    extra = [a for a in ("triton_unfused",) if a in arms]
+    for c, b, n in REPRESENTATIVE:
+        key = (stage, c, b, n, k, dist)
+        t = idx.get(("torch",) + key)
+        tl = idx.get(("torch_live",) + key)
+        tr = idx.get(("triton",) + key)
+        if not (t or tr):
+            continue
+        line = [ctx_label(c), b, n, b * n, fmt(t and t["median_us"]), fmt(tl and tl["median_us"]),
+                fmt(tr and tr["median_us"])]
+        for a in extra:
+            r = idx.get((a,) + key)
+            line.append(fmt(r and r["median_us"]))
+        line += [fx(t["median_us"] / tr["median_us"]) if t and tr else "—",
+                 fx(tl["median_us"] / tr["median_us"]) if tl and tr else "—",
+                 fmt(tr and tr.get("floor_us")), fmt(tr and tr.get("roofline_frac"), 3)]
+        rows.append(line)
+    hdr = ["context", "conc", "next_n", "rows", "torch µs (before)", "torch_live µs", "triton µs (after)"]
+    hdr += [f"{a} µs" for a in extra]
+    hdr += ["speedup vs torch", "vs torch_live", "floor µs", "roofline frac"]
+    return table(hdr, rows)
+
+
+def _target_row(label, measured, ok, detail="") -> list:
+    status = "—" if ok is None else ("**met**" if ok else "**not met**")
+    return [label, measured, status, detail]
+
+
+def select_targets(idx, k=64) -> list[list]:
+    out = []
+    for label, stage, c, _, thr in SELECT_TARGETS:
+        sp = [s for _, s in speedups(idx, "torch", "triton", stage=stage, context=c, k=k, dist="normal")]
+        m = statistics.median(sp) if sp else None
+        out.append(_target_row(f"select: {label} ≥ {thr:g}x", fx(m), None if m is None else m >= thr,
+                               f"{len(sp)} points"))
+    # every point faster than torch and torch_live (select, every recorded k and dist)
+    worst, n, slow = None, 0, 0
+    for base in ("torch", "torch_live"):
+        for r, s in speedups(idx, base, "triton", stage="select"):
+            n += 1
+            if s <= 1.0:
+                slow += 1
+            if worst is None or s < worst[0]:
+                worst = (s, base, r)
+    if worst:
+        r = worst[2]
+        det = (f"{n} comparisons (every k, dist); slowest: {fx(worst[0])} vs {worst[1]} at ctx {ctx_label(r['context'])}, "
+               f"{r['rows']} rows, k {r['k']}, {r['dist']}")
+        out.append(_target_row("select: every point faster than torch and torch_live",
+                               f"{n - slow}/{n} faster", slow == 0, det))
+    else:
+        out.append(_target_row("select: every point faster than torch and torch_live", "—", None))
+    out.append(one_row_target(idx, "select", 5.0, k))
+    out.append(big_point_target(idx, "select", k, limit_us=40.0))
+    sp = [s for _, s in speedups(idx, "torch", "triton", stage="select", k=2048)]
+    m = statistics.median(sp) if sp else None
+    out.append(_target_row("select: k = 2048 median speedup over torch ≥ 3x", fx(m), None if m is None else m >= 3.0,
+                           f"{len(sp)} points (every dist)"))
+    ratio, where, nshape = dist_ratio(idx, "select", k)
+    out.append(_target_row("select: slowest / fastest over the five distributions ≤ 1.2 (per shape)",
+                           fmt(ratio, 3), None if ratio is None else ratio <= 1.2,
+                           f"worst of {nshape} shapes{': ' + where if where else ''}"))
+    return out
+
+
+def one_row_target(idx, stage, limit, k=64) -> list:
+    rs = [r for key, r in idx.items() if key[0] == "triton" and key[1] == stage and r.get("rows") == 1 and key[5] == k
+          and key[6] == "normal"]
+    if not rs:
+        return _target_row(f"{stage}: 1 row ≤ {limit:g} µs at every context", "—", None)
+    worst = max(rs, key=lambda r: r["median_us"])
+    per = ", ".join(f"{ctx_label(r['context'])}: {fmt(r['median_us'])}" for r in sorted(rs, key=lambda r: r["context"]))
+    return _target_row(f"{stage}: 1 row ≤ {limit:g} µs at every context", f"max {fmt(worst['median_us'])} µs",
+                       worst["median_us"] <= limit, per)
+
+
+def big_point_target(idx, stage, k=64, *, limit_us=None, floor_mult=None) -> list:
+    ctx = max((key[2] for key in idx if key[1] == stage), default=None)
+    rs = [r for key, r in idx.items() if key[0] == "triton" and key[1] == stage and key[2] == ctx and key[5] == k
+          and key[6] == "normal"]
+    r = max(rs, key=lambda r: r["rows"], default=None)
+    if r is None:
+        label = f"{stage}: 640 rows × 262144"
+        return _target_row(label, "—", None)
+    label = f"{stage}: {r['rows']} rows × {r['context']} context"
+    if limit_us is not None:
+        return _target_row(f"{label} ≤ {limit_us:g} µs", f"{fmt(r['median_us'])} µs", r["median_us"] <= limit_us,
+                           f"floor {fmt(r.get('floor_us'))} µs, {fmt(r['median_us'] / r['floor_us'] if r.get('floor_us') else None)}x the floor")
+    ratio = r["median_us"] / r["floor_us"] if r.get("floor_us") else None
+    return _target_row(f"{label} within {floor_mult:g}x of its bytes/bandwidth floor", f"{fx(ratio)} the floor",
+                       None if ratio is None else ratio <= floor_mult,
+                       f"{fmt(r['median_us'])} µs vs floor {fmt(r.get('floor_us'))} µs")
+
+
+def dist_ratio(idx, stage, k=64, arm="triton"):
+    by_shape = defaultdict(dict)
+    for key, r in idx.items():
+        if key[0] == arm and key[1] == stage and key[5] == k:
+            by_shape[(key[2], key[3], key[4])][key[6]] = r["median_us"]
+    worst, where, n = None, "", 0
+    for shape, d in by_shape.items():
+        if len(d) < 2:
+            continue
+        n += 1
+        ratio = max(d.values()) / min(d.values())
+        if worst is None or ratio > worst:
+            worst = ratio
+            slow = max(d, key=d.get)
+            fast = min(d, key=d.get)
+            where = f"ctx {ctx_label(shape[0])}, conc {shape[1]}, next_n {shape[2]} ({slow} / {fast})"
+    return worst, where, n
+
+
+def full_targets(idx, k=64) -> list[list]:
+    out = []
+    for label, stage, c, _, thr in FULL_TARGETS:
+        sp = [s for _, s in speedups(idx, "torch", "triton", stage=stage, context=c, k=k, dist="normal")]
+        m = statistics.median(sp) if sp else None
+        out.append(_target_row(f"full: {label} ≥ {thr:g}x", fx(m), None if m is None else m >= thr, f"{len(sp)} points"))
+    out.append(one_row_target(idx, "full", 6.0, k))
+    out.append(big_point_target(idx, "full", k, floor_mult=1.5))
+    return out
+
+
+def dist_table(idx, stage, k=64) -> str:
+    dists = sorted({key[6] for key in idx if key[1] == stage and key[5] == k})
+    rows = []
+    for d in dists:
+        sp = [s for _, s in speedups(idx, "torch", "triton", stage=stage, k=k, dist=d)]
+        rel = []
+        for key, r in idx.items():
+            if key[0] == "triton" and key[1] == stage and key[5] == k and key[6] == d:
+                n = idx.get(("triton", stage, key[2], key[3], key[4], k, "normal"))
+                if n:
+                    rel.append(r["median_us"] / n["median_us"])
+        m, lo, hi = summary(sp)
+        rm, rlo, rhi = summary(rel)
+        rows.append([d, len(sp), fx(m), f"{fx(lo)}–{fx(hi)}" if sp else "—", fmt(rm, 3),
+                     f"{fmt(rlo, 3)}–{fmt(rhi, 3)}" if rel else "—"])
+    return table(["dist", "points", "median speedup vs torch", "range", "triton time / normal (median)", "range"], rows)
+
+
+def k_table(idx, stage) -> str:
+    ks = sorted({key[5] for key in idx if key[1] == stage})
+    rows = []
+    for k in ks:
+        for c in sorted({key[2] for key in idx if key[1] == stage and key[5] == k}):
+            sp = [s for _, s in speedups(idx, "torch", "triton", stage=stage, k=k, context=c)]
+            spl = [s for _, s in speedups(idx, "torch_live", "triton", stage=stage, k=k, context=c)]
+            m, lo, hi = summary(sp)
+            ml, _, _ = summary(spl)
+            rows.append([k, ctx_label(c), len(sp), fx(m), f"{fx(lo)}–{fx(hi)}" if sp else "—", fx(ml)])
+    return table(["k", "context", "points (every dist)", "median vs torch", "range", "median vs torch_live"], rows)
+
+
+def unfused_table(idx, k=64) -> str:
+    rows = []
+    for c in sorted({key[2] for key in idx if key[1] == "full" and key[0] == "triton_unfused"}):
+        sp = [s for _, s in speedups(idx, "triton_unfused", "triton", stage="full", context=c, k=k, dist="normal")]
+        m, lo, hi = summary(sp)
+        rows.append([ctx_label(c), len(sp), fx(m), f"{fx(lo)}–{fx(hi)}" if sp else "—"])
+    return table(["context", "points", "fused / unfused speedup (median)", "range"], rows)
+
+
+STEP_ORDER = ["logits", "sanitize", "scores", "select", "flags", "candidates", "step"]
+
+
+def step_section(rows, meta, path, itl_ms: float, layers: int, h: str) -> str:
+    if not rows:
+        return f"{h} Decode indexer step breakdown\n\n_No record at `{_rel(path)}`._\n"
+    idx = {}
+    for r in rows:
+        idx[(r["arm"], r["stage"], r["context"], r["concurrency"], r["next_n"])] = r
+    shapes = sorted({(r["context"], r["concurrency"], r["next_n"]) for r in rows})
+    hdr = ["context", "conc", "next_n"] + [f"{s} µs" for s in STEP_ORDER] + ["upstream step µs", "step saving µs"]
+    body = []
+    for c, b, n in shapes:
+        line = [ctx_label(c), b, n]
+        for s in STEP_ORDER:
+            r = idx.get(("triton", s, c, b, n))
+            line.append(fmt(r and r["median_us"]))
+        up = idx.get(("torch", "step", c, b, n))
+        ours = idx.get(("triton", "step", c, b, n))
+        line += [fmt(up and up["median_us"]),
+                 fmt(up["median_us"] - ours["median_us"] if up and ours else None)]
+        body.append(line)
+    itl_us = itl_ms * 1e3
+    share_hdr = ["context", "conc", "next_n", "indexer step µs (ours)", f"share of {itl_ms:g} ms ITL × {layers} layer(s)",
+                 "logits share", "selection share (fused ids + flags)", "upstream step µs", "upstream share"]
+    share = []
+    for c, b, n in shapes:
+        ours = idx.get(("triton", "step", c, b, n))
+        up = idx.get(("torch", "step", c, b, n))
+        lg = idx.get(("triton", "logits", c, b, n))
+        sel = [idx.get(("triton", s, c, b, n)) for s in ("scores", "select", "flags")]
+        cand = idx.get(("triton", "candidates", c, b, n))
+        sel_us = cand["median_us"] if cand else (sum(r["median_us"] for r in sel) if all(sel) else None)
+        pct = lambda us: "—" if us is None else f"{100 * us * layers / itl_us:.2f}%"  # noqa: E731
+        share.append([ctx_label(c), b, n, fmt(ours and ours["median_us"]), pct(ours and ours["median_us"]),
+                      pct(lg and lg["median_us"]), pct(sel_us), fmt(up and up["median_us"]),
+                      pct(up and up["median_us"])])
+    text = [f"{h} Decode indexer step breakdown (issue 5)\n", provenance(meta, rows, path),
+            "Per-stage CUDA-graph medians of this package's path (`triton` arm: producer → bounded sanitize → "
+            "bounded scores → select → flags; `candidates` = the fused logits → ids → flags path; `step` = the whole "
+            "chain in one graph) and of the upstream composition around the same producer (`torch` arm: full-width "
+            "sanitize, padded scores, torch.topk, store, flags).\n",
+            table(hdr, body),
+            f"\nITL-share model: share = stage time × layers / ITL, with ITL = {itl_ms:g} ms (the seed's measured median "
+            f"ITL) and {layers} indexer call(s) per decode step (`--layers`; DeepSeek-V3.2 runs an indexer in each of "
+            "its 61 layers, the seed's ~45 µs / 14.6 ms estimate counted one call).\n",
+            table(share_hdr, share)]
+    return "\n".join(text)
+
+
+def producer_section(rows, meta, path, h: str) -> str:
+    if not rows:
+        return f"{h} Producer bandwidth\n\n_No record at `{_rel(path)}`._\n"
+    idx = {(r["arm"], r["stage"], r["context"], r["concurrency"], r["next_n"]): r for r in rows}
+    shapes = sorted({(r["context"], r["concurrency"], r["next_n"]) for r in rows})
+    bw = (meta.get("ceilings") or {}).get("stream_gbps")
+    body = []
+    for c, b, n in shapes:
+        t = idx.get(("triton", "logits", c, b, n))
+        ref = idx.get(("torch", "logits", c, b, n))
+        sb = idx.get(("bounded", "sanitize", c, b, n))
+        sf = idx.get(("full_width", "sanitize", c, b, n))
+        body.append([
+            ctx_label(c), b, n, fmt(t and t["median_us"]), fmt(t and t.get("gbps"), 0),
+            f"{100 * t['stream_frac']:.0f}%" if t and t.get("stream_frac") is not None else "—",
+            fmt(ref and ref["median_us"]), fx(ref["median_us"] / t["median_us"]) if ref and t else "—",
+            (ref or {}).get("check") or "—",
+            fmt(sb and sb["median_us"]), fmt(sf and sf["median_us"]),
+        ])
+    big = max((r for r in rows if r["arm"] == "triton" and r["stage"] == "logits"),
+              key=lambda r: r.get("bytes") or 0, default=None)
+    tgt = ""
+    if big is not None and big.get("stream_frac") is not None:
+        ok = big["stream_frac"] >= 0.7
+        tgt = (f"\nTarget (issue 5 item 6): ≥ 70% of the streaming ceiling at the largest shape — measured "
+               f"**{100 * big['stream_frac']:.0f}%** at ctx {ctx_label(big['context'])}, conc {big['concurrency']}, "
+               f"next_n {big['next_n']} ({fmt(big.get('gbps'), 0)} GB/s of {fmt(bw, 0)}): "
+               f"**{'met' if ok else 'not met'}**.\n")
+    return "\n".join([
+        f"{h} Producer: paged FP8 MQA logits (issue 5)\n", provenance(meta, rows, path),
+        "Bytes = fp8 keys + fp32 scales of each sequence's live tokens (once per sequence) + q + weights "
+        "(+ the block-table entries read); GB/s counts those reads, not the logits written. `torch` = the chunked "
+        "torch reference (CUDA events around eager calls); the accuracy column is max |triton − torch| / "
+        "max |torch| over the windows.\n",
+        table(["context", "conc", "next_n", "triton µs", "GB/s", "of stream ceiling", "torch ref µs", "speedup",
+               "accuracy", "bounded sanitize µs", "full-width sanitize µs"], body),
+        tgt,
+    ])
+
+
+def seed_section(root: Path, h: str) -> str:
+    d = root / "mi355x_seed"
+    ctxs = _data.load_rows(d / "speedup_by_context.csv")
+    pts = _data.load_rows(d / "representative_points.csv")
+    tile = _data.load_rows(d / "tile_note.csv")
+    if not (ctxs or pts):
+        return ""
+    meta = _data.load_meta(d / "select_sweep.meta.json")
+    parts = [f"{h} Seed PR on MI355X ({SEED_LABEL})\n",
+             f"{meta.get('gpu_name', 'AMD Instinct MI355X')}; {meta.get('what', '')}. Source: `data/mi355x_seed/`.\n",
+             table(["context", "median", "range", "points"],
+                   [[ctx_label(r["context"]), fx(r["median_x"]), f"{fx(r['min_x'])}–{fx(r['max_x'])}", r["points"]]
+                    for r in ctxs]),
+             "\n",
+             table(["context", "conc", "next_n", "rows", "before µs", "after µs", "speedup"],
+                   [[ctx_label(r["context"]), r["concurrency"], r["next_n"], r["rows"], fmt(r["before_us"]),
+                     fmt(r["after_us"]), fx(r["speedup_x"])] for r in pts])]
+    if tile:
+        parts.append("\nTILE note (as written in the PR): " + "; ".join(
+            f"{ctx_label(r['context'])} at TILE {r['tile']}: {fx(r['speedup_x'])}" for r in tile) + ".\n")
+    return "\n".join(parts)
+
+
+# --------------------------------------------------------------------------- build
+
+
+def default_data_dir() -> Path:
+    root = _data.data_root()
+    for slug in ("h200",):
+        if (root / slug / "select_sweep.csv").exists():
+            return root / slug
+    for d in sorted(root.iterdir()) if root.exists() else []:
+        if d.is_dir() and d.name not in ("mi355x_seed", "interpreter") and (d / "select_sweep.csv").exists():
+            return d
+    return root / "h200"
+
+
+def build(data_dir: Path, *, itl_ms: float = 14.6, layers: int = 1, level: int = 2, seed_root: Path | None = None) -> str:
+    h = "#" * level
+    hh = "#" * (level + 1)
+    data_dir = Path(data_dir)
+    sel_path = data_dir / "select_sweep.csv"
+    rows = _data.load_rows(sel_path)
+    meta = _data.load_meta(data_dir / "select_sweep.meta.json")
+    idx = index(rows)
+    ks = {r.get("k") for r in rows}
+    k = 64 if 64 in ks or not ks else min(x for x in ks if x is not None)  # the main k (the interpreter runs a smaller one)
+    gpu = meta.get("gpu_name") or ("the Triton interpreter (CPU)" if meta.get("triton_interpreter") else data_dir.name)
+    parts = [f"{h} Results: DSA indexer decode path on {gpu}\n",
+             "_Generated by `dsa-lab report` from recorded data; do not edit by hand._\n"]
+    if rows:
+        parts.append(provenance(meta, rows, sel_path))
+        parts.append(checks_line(rows))
+        parts += [f"{hh} Targets (issue 4: select stage, k = {k})\n",
+                  table(["target", "measured", "status", "detail"], select_targets(idx, k)),
+                  f"\n{hh} Targets (issue 7: full stage, k = {k})\n",
+                  table(["target", "measured", "status", "detail"], full_targets(idx, k))]
+        for stage, title in (("select", "select stage (block scores → ids)"),
+                             ("full", "full stage (logits → scores → ids → flags)")):
+            if not pick(rows, stage=stage):
+                continue
+            parts += [f"\n{hh} Speedup per context, {title}, k = {k}, normal values\n",
+                      per_context_table(idx, stage, k, "normal"),
+                      f"\nRepresentative points (µs; before = `torch`, after = `triton`):\n",
+                      representative_table(idx, stage, k)]
+            if len({r.get("k") for r in pick(rows, stage=stage)}) > 1:
+                parts += [f"\nBy k ({stage}):\n", k_table(idx, stage)]
+            if len({r.get("dist") for r in pick(rows, stage=stage, k=k)}) > 1:
+                ratio, where, n = dist_ratio(idx, stage, k)
+                parts += [f"\nBy value distribution ({stage}, k = {k}); slowest / fastest over the distributions per "
+                          f"shape: worst {fmt(ratio, 3)} ({where}; {n} shapes):\n", dist_table(idx, stage, k)]
+        if pick(rows, arm="triton_unfused"):
+            parts += [f"\n{hh} Fused vs unfused (full stage, k = {k}, normal)\n", unfused_table(idx, k)]
+    else:
+        parts.append(f"_No record at `{_rel(sel_path)}`: run `dsa-lab sweep` on a GPU._\n")
+    step_path = data_dir / "step_breakdown.csv"
+    parts.append("\n" + step_section(_data.load_rows(step_path), _data.load_meta(data_dir / "step_breakdown.meta.json"),
+                                     step_path, itl_ms, layers, hh))
+    prod_path = data_dir / "producer_sweep.csv"
+    parts.append("\n" + producer_section(_data.load_rows(prod_path),
+                                         _data.load_meta(data_dir / "producer_sweep.meta.json"), prod_path, hh))
+    seed = seed_section(Path(seed_root) if seed_root else _data.data_root(), hh)
+    if seed:
+        parts.append("\n" + seed)
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def rewrite_readme(readme: Path, body: str) -> None:
+    text = readme.read_text()
+    if START not in text or END not in text:
+        raise SystemExit(f"{readme} has no {START} … {END} markers")
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    readme.write_text(f"{head}{START}\n{body}{END}{tail}")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data", default=None, help="folder of records (default data/h200, else the first GPU folder)")
+    p.add_argument("--out", default="build/report.md", help="markdown file to write (default build/report.md)")
+    p.add_argument("--readme", default=None, help="also rewrite this README's results section (between markers)")
+    p.add_argument("--itl-ms", type=float, default=14.6, help="inter-token latency for the share model (default 14.6)")
+    p.add_argument("--layers", type=int, default=1, help="indexer calls per decode step in the share model (default 1)")
+    p.add_argument("--print", dest="print_", action="store_true", help="print the markdown too")
+
+
+def run(args) -> int:
+    data_dir = Path(args.data) if args.data else default_data_dir()
+    md = build(data_dir, itl_ms=args.itl_ms, layers=args.layers, level=2)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(md)
+    print(f"wrote {out} from {data_dir}")
+    if args.readme:
+        rewrite_readme(Path(args.readme), build(data_dir, itl_ms=args.itl_ms, layers=args.layers, level=3))
+        print(f"rewrote the results section of {args.readme}")
+    if args.print_:
+        print(md)
+    return 0

@@ -1,0 +1,111 @@
+"""`dsa-lab report`: tables and target verdicts from a synthetic GPU-like record; README rewriting."""
+import pytest
+
+from dsa_lab import cli, data, report, sweep
+
+CONTEXTS = (4096, 16384, 65536, 262144)
+
+
+def _row(arm, stage, ctx, conc, nn, k, dist, us, floor=1.0):
+    return {"arm": arm, "stage": stage, "context": ctx, "concurrency": conc, "next_n": nn, "rows": conc * nn, "k": k,
+            "dist": dist, "median_us": us, "p10_us": us * 0.95, "p90_us": us * 1.05, "bytes": 1000, "gbps": 1.0,
+            "floor_us": floor, "roofline_frac": floor / us, "max_model_len": 262144, "block_size": 8,
+            "check": "ok", "timing": "cuda graph", "seed": 1, "commit": "abc123def456"}
+
+
+@pytest.fixture
+def record(tmp_path):
+    d = tmp_path / "h200"
+    path = d / "select_sweep.csv"
+    speed = {4096: 12.0, 16384: 11.0, 65536: 7.0, 262144: 2.0}
+    for stage in ("select", "full"):
+        for c in CONTEXTS:
+            for conc, nn in ((1, 1), (32, 1), (128, 5)):
+                base = 50.0 if conc < 128 else 400.0
+                tr = base / speed[c]
+                if stage == "full":
+                    tr = tr / 2  # full stage: 2x the select speedup
+                arms = [("torch", base), ("torch_live", base / 2), ("triton", tr)]
+                if stage == "full":
+                    arms.append(("triton_unfused", tr * 1.5))
+                for arm, us in arms:
+                    data.append_row(path, _row(arm, stage, c, conc, nn, 64, "normal", us,
+                                               floor=tr / 1.2 if c == 262144 and conc == 128 else 1.0),
+                                    sweep.SELECT_COLUMNS)
+    for d_, f in (("shifted", 1.05), ("equal", 1.1), ("nan1pct", 1.0), ("ramp", 0.95)):
+        for arm, us in (("torch", 50.0), ("torch_live", 25.0), ("triton", 50 / 12 * f)):
+            data.append_row(path, _row(arm, "select", 4096, 1, 1, 64, d_, us), sweep.SELECT_COLUMNS)
+    for arm, us in (("torch", 60.0), ("torch_live", 30.0), ("triton", 15.0)):
+        data.append_row(path, _row(arm, "select", 4096, 1, 1, 2048, "normal", us), sweep.SELECT_COLUMNS)
+    meta = {"gpu_name": "NVIDIA H200", "sm_count": 132, "driver": "570.00", "torch": "2.11", "triton": "3.6",
+            "commit": "abc123def456", "dirty": False, "date_utc": "2026-11-29T08:00:00+00:00",
+            "ceilings": {"stream_gbps": 4640.0, "launch_us": 1.21, "two_launch_us": 1.78}}
+    data.save_meta(d / "select_sweep.meta.json", meta)
+    sp = d / "step_breakdown.csv"
+    for arm, stage, us in (("triton", "logits", 30.0), ("triton", "sanitize", 2.0), ("triton", "scores", 5.0),
+                           ("triton", "select", 6.0), ("triton", "flags", 2.0), ("triton", "candidates", 7.0),
+                           ("triton", "step", 40.0), ("torch", "step", 140.0)):
+        r = _row(arm, stage, 65536, 32, 3, 64, "producer", us)
+        r.update(heads=64, head_dim=128, block_kv=64)
+        data.append_row(sp, r, sweep.STEP_COLUMNS)
+    data.save_meta(d / "step_breakdown.meta.json", meta)
+    pp = d / "producer_sweep.csv"
+    for arm, stage, us, frac, chk in (("triton", "logits", 100.0, 0.75, ""), ("torch", "logits", 2000.0, None, "rel_err=1e-6"),
+                                      ("bounded", "sanitize", 3.0, None, ""), ("full_width", "sanitize", 90.0, None, "")):
+        r = _row(arm, stage, 131072, 128, 5, 64, "producer", us)
+        r.update(heads=64, head_dim=128, block_kv=64, stream_frac=frac, write_bytes=0, check=chk, gbps=3480.0)
+        r.pop("block_size")
+        data.append_row(pp, r, sweep.PRODUCER_COLUMNS)
+    data.save_meta(d / "producer_sweep.meta.json", meta)
+    return d
+
+
+def test_report_tables_and_verdicts(record):
+    md = report.build(record)
+    assert "NVIDIA H200" in md and "abc123def456" in md and "4640 GB/s" in md
+    assert "empty Triton launch in a graph **1.21 µs**" in md
+    lines = {l.split("|")[1].strip(): l for l in md.splitlines() if l.startswith("| select:") or l.startswith("| full:")}
+    assert "**met**" in lines["select: median speedup over torch at 4K ≥ 10x"] and "12.00x" in lines[
+        "select: median speedup over torch at 4K ≥ 10x"]
+    assert "**met**" in lines["select: median speedup over torch at 64K ≥ 6x"]
+    assert "**met**" in lines["select: 1 row ≤ 5 µs at every context"] or "**not met**" in lines[
+        "select: 1 row ≤ 5 µs at every context"]
+    assert "**not met**" in lines["select: 1 row ≤ 5 µs at every context"]  # 50/2 = 25 µs at 256K
+    assert "**not met**" in lines["select: 640 rows × 262144 context ≤ 40 µs"]  # 400/2 = 200 µs
+    assert "**met**" in lines["select: k = 2048 median speedup over torch ≥ 3x"]
+    assert "1.158" in lines["select: slowest / fastest over the five distributions ≤ 1.2 (per shape)"]
+    assert "**met**" in lines["full: median speedup over torch at 4K ≥ 15x"]  # 24x
+    assert "**met**" in lines["full: 640 rows × 262144 context within 1.5x of its bytes/bandwidth floor"]  # 1.2x
+    assert "**not met**" in lines["select: every point faster than torch and torch_live"]  # 256K vs torch_live: 1x
+    assert "| 4K | 1 | 1 | 1 | 50.00 | 25.00 | 4.17 |" in md  # representative point
+    assert "Fused vs unfused" in md and "1.50x" in md
+    assert "Decode indexer step breakdown" in md and "0.27%" in md  # 40 µs of 14.6 ms
+    assert "75%" in md and "**met**" in md.split("Producer")[-1]
+    assert "transcribed from the seed pull request text" in md
+
+
+def test_layers_scale_the_share(record):
+    md = report.build(record, itl_ms=10.0, layers=61)
+    assert "24.40%" in md  # 40 µs × 61 / 10 ms
+
+
+def test_readme_rewrite(record, tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n## Results\n\n{report.START}\nold\n{report.END}\n\nafter\n")
+    out = tmp_path / "r.md"
+    assert cli.main(["report", "--data", str(record), "--out", str(out), "--readme", str(readme)]) == 0
+    text = readme.read_text()
+    assert "old" not in text and text.endswith("\nafter\n") and "### Results" in text
+    assert text.count(report.START) == 1 and text.count(report.END) == 1
+    again = text
+    assert cli.main(["report", "--data", str(record), "--out", str(out), "--readme", str(readme)]) == 0
+    assert readme.read_text() == again  # idempotent
+    bad = tmp_path / "BAD.md"
+    bad.write_text("no markers")
+    with pytest.raises(SystemExit):
+        report.rewrite_readme(bad, "x")
+
+
+def test_missing_record_is_said(tmp_path):
+    md = report.build(tmp_path / "nothing")
+    assert "No record" in md
