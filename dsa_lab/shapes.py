@@ -19,55 +19,64 @@ DISTS = ("normal", "shifted", "equal", "nan1pct", "ramp")
 SPECIAL_DISTS = ("nan_payloads", "signed_zero", "denormal", "all_neginf", "all_nan", "specials", "few_values")
 
 
-def _nan_with_payload(gen, shape, device):
-    payload = torch.randint(1, 2**22, shape, generator=gen, dtype=torch.int64)
-    sign = torch.randint(0, 2, shape, generator=gen, dtype=torch.int64) << 31
-    bits = (sign | 0x7F800000 | payload | (torch.randint(0, 2, shape, generator=gen) << 22)).to(torch.int64)
-    return (bits - ((bits >> 31) << 32)).to(torch.int32).view(torch.float32).to(device)
+def _nan_with_payload(gen, shape):
+    d = gen.device
+    payload = torch.randint(1, 2**22, shape, generator=gen, dtype=torch.int64, device=d)
+    sign = torch.randint(0, 2, shape, generator=gen, dtype=torch.int64, device=d) << 31
+    quiet = torch.randint(0, 2, shape, generator=gen, dtype=torch.int64, device=d) << 22
+    bits = sign | 0x7F800000 | payload | quiet
+    return (bits - ((bits >> 31) << 32)).to(torch.int32).view(torch.float32)
 
 
-def fill(dist: str, rows: int, n: int, *, gen: torch.Generator, device="cpu") -> torch.Tensor:
+def fill(dist: str, rows: int, n: int, *, gen: torch.Generator, device=None) -> torch.Tensor:
     """float32 ``[rows, n]`` of distribution ``dist`` (see :data:`DISTS`, :data:`SPECIAL_DISTS`).
 
-    Generated on the CPU with ``gen`` (reproducible for a seed), then moved to ``device``.
+    Generated on ``gen``'s device (reproducible for a seed there), returned on ``device``
+    (default: the generator's device).
     """
     shape = (rows, n)
+    d = gen.device
+
+    def rand():
+        return torch.rand(shape, generator=gen, device=d)
+
+    def randn():
+        return torch.randn(shape, generator=gen, device=d)
+
     if dist == "normal":
-        x = torch.randn(shape, generator=gen)
+        x = randn()
     elif dist == "shifted":
-        x = torch.randn(shape, generator=gen) + 100.0
+        x = randn() + 100.0
     elif dist == "equal":
-        x = torch.full(shape, 0.5)
+        x = torch.full(shape, 0.5, device=d)
     elif dist == "nan1pct":
-        x = torch.randn(shape, generator=gen)
-        x[torch.rand(shape, generator=gen) < 0.01] = float("nan")
+        x = randn().masked_fill_(rand() < 0.01, float("nan"))
     elif dist == "ramp":
-        x = torch.arange(n, dtype=torch.float32).expand(rows, n).clone()
+        x = torch.arange(n, dtype=torch.float32, device=d).expand(rows, n).contiguous()
     elif dist == "nan_payloads":
-        x = torch.randn(shape, generator=gen)
-        m = torch.rand(shape, generator=gen) < 0.05
-        x[m] = _nan_with_payload(gen, (int(m.sum()),), "cpu")
+        x = torch.where(rand() < 0.05, _nan_with_payload(gen, shape), randn())
     elif dist == "signed_zero":
-        x = torch.where(torch.rand(shape, generator=gen) < 0.5, torch.tensor(0.0), torch.tensor(-0.0))
-        x[torch.rand(shape, generator=gen) < 0.02] = -1.0
+        x = torch.where(rand() < 0.5, torch.tensor(0.0, device=d), torch.tensor(-0.0, device=d))
+        x = x.masked_fill_(rand() < 0.02, -1.0)
     elif dist == "denormal":
-        mant = torch.randint(1, 64, shape, generator=gen, dtype=torch.int32)
-        sign = torch.randint(0, 2, shape, generator=gen, dtype=torch.int32) << 31
+        mant = torch.randint(1, 64, shape, generator=gen, dtype=torch.int32, device=d)
+        sign = torch.randint(0, 2, shape, generator=gen, dtype=torch.int32, device=d) << 31
         x = (mant | sign).view(torch.float32)
     elif dist == "all_neginf":
-        x = torch.full(shape, float("-inf"))
+        x = torch.full(shape, float("-inf"), device=d)
     elif dist == "all_nan":
-        x = _nan_with_payload(gen, shape, "cpu")
+        x = _nan_with_payload(gen, shape)
     elif dist == "specials":
         pool = torch.tensor(
-            [float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1e-45, -1e-45, 3.4028235e38, -3.4028235e38, 1.0, -1.0]
+            [float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1e-45, -1e-45, 3.4028235e38, -3.4028235e38, 1.0, -1.0],
+            device=d,
         )
-        x = pool[torch.randint(0, len(pool), shape, generator=gen)]
+        x = pool[torch.randint(0, len(pool), shape, generator=gen, device=d)]
     elif dist == "few_values":  # heavy ties across the k boundary
-        x = torch.randint(0, 4, shape, generator=gen).to(torch.float32)
+        x = torch.randint(0, 4, shape, generator=gen, device=d).to(torch.float32)
     else:
         raise ValueError(f"dist must be one of {DISTS + SPECIAL_DISTS}, got {dist!r}")
-    return x.to(device)
+    return x if device is None else x.to(device)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,10 +189,11 @@ assert len(MATRIX_BY_NAME) == len(MATRIX), "case names must be unique"
 
 def make_inputs(case: Case, *, seed: int, device="cpu") -> dict:
     """Tensors for ``case`` (already sized): scores/logits, lengths/ends, starts."""
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)  # small tensors (bounds): CPU
+    xgen = torch.Generator(device=device).manual_seed(seed)  # the scores/logits: on their device
     rows, width = case.rows, case.width
     groups = rows // case.row_repeat
-    x = fill(case.dist, rows, width, gen=gen)
+    x = fill(case.dist, rows, width, gen=xgen)
     ctx = width if case.context is None else min(case.context, width)
     if case.ends in ("ctx", "full"):
         ends = torch.full((groups,), ctx if case.ends == "ctx" else width, dtype=torch.int64)
@@ -206,7 +216,8 @@ def make_inputs(case: Case, *, seed: int, device="cpu") -> dict:
         col = torch.arange(width)
         g = torch.arange(rows) // case.row_repeat
         tail = col[None, :] >= ends[g][:, None]
-        garbage = torch.where(torch.rand(rows, width, generator=gen) < 0.5, float("nan"), float("inf"))
+        tail = tail.to(x.device)
+        garbage = torch.where(torch.rand(rows, width, generator=xgen, device=x.device) < 0.5, float("nan"), float("inf"))
         x = torch.where(tail, garbage, x)
     out = {"x": x.to(device), "ends": ends.to(torch.int32).to(device)}
     out["starts"] = None if starts is None else starts.to(torch.int32).to(device)

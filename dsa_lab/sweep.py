@@ -54,6 +54,7 @@ from pathlib import Path
 import torch
 
 from . import bench
+from .shapes import fill
 from . import data as _data
 
 # --------------------------------------------------------------------------- grids
@@ -62,7 +63,7 @@ CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128)
 NEXT_N = (1, 2, 3, 4, 5)
 CONTEXTS = (4096, 16384, 65536, 262144)
 KS = (64, 512, 2048)
-DISTS = ("normal", "shifted", "equal", "nan1pct", "ramp")
+from .shapes import DISTS  # noqa: E402  (one list of distributions)
 SUBSET_CONCURRENCY = (1, 32, 128)
 SUBSET_NEXT_N = (1, 5)
 MML = 262144
@@ -268,19 +269,8 @@ def build_plan(args) -> list[Point]:
 
 
 def make_values(dist: str, rows: int, n: int, gen: torch.Generator, device) -> torch.Tensor:
-    """float32 ``[rows, n]`` of ``dist`` (as :func:`dsa_lab.shapes.fill`), generated on ``device``."""
-    if dist == "normal":
-        return torch.randn((rows, n), generator=gen, device=device)
-    if dist == "shifted":
-        return torch.randn((rows, n), generator=gen, device=device).add_(100.0)
-    if dist == "equal":
-        return torch.full((rows, n), 0.5, device=device)
-    if dist == "nan1pct":
-        x = torch.randn((rows, n), generator=gen, device=device)
-        return x.masked_fill_(torch.rand((rows, n), generator=gen, device=device) < 0.01, float("nan"))
-    if dist == "ramp":
-        return torch.arange(n, dtype=torch.float32, device=device).expand(rows, n).contiguous()
-    raise ValueError(f"unknown dist {dist!r}")
+    """float32 ``[rows, n]`` of ``dist``: :func:`dsa_lab.shapes.fill`, generated on ``gen``'s device."""
+    return fill(dist, rows, n, gen=gen, device=device)
 
 
 def decode_ends(context: int, concurrency: int, next_n: int) -> list[int]:
