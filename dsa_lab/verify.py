@@ -130,12 +130,16 @@ def _bad_rows_device(got: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
     return (torch.sort(got, dim=1).values != torch.sort(ref, dim=1).values).any(dim=1).sum()
 
 
-def fuzz(n: int, *, arms, seed: int, device, max_width: int, max_rows: int, progress=True, sync_every: int = 256) -> dict:
+def fuzz(n: int, *, arms, seed: int, device, max_width: int, max_rows: int, progress=True, sync_every: int = 256,
+         max_seconds: float | None = None) -> dict:
     """``n`` random cases (:func:`random_case`) through every arm, each against the exact reference.
 
     Mismatch counts stay on the device and are read every ``sync_every`` cases (a host read per
     case would dominate); a failing case is re-run from its seed for the detailed message.
+    ``max_seconds`` stops early; the record's ``n`` is then the number of cases actually run.
     """
+    t0 = time.perf_counter()
+    done = 0
     gen = torch.Generator().manual_seed(seed)
     counts = {a: {"cases": 0, "mismatched_cases": 0} for a in arms}
     failures = []
@@ -160,6 +164,9 @@ def fuzz(n: int, *, arms, seed: int, device, max_width: int, max_rows: int, prog
         pending.clear()
 
     for i in it:
+        if max_seconds is not None and time.perf_counter() - t0 > max_seconds:
+            break
+        done = i + 1
         c = random_case(gen, max_width, max_rows)
         cs = seed * 1_000_003 + i
         inp = make_inputs(c, seed=cs, device=device)
@@ -173,7 +180,7 @@ def fuzz(n: int, *, arms, seed: int, device, max_width: int, max_rows: int, prog
         if len(pending) >= sync_every * len(arms):
             drain()
     drain()
-    return {"n": n, "seed": seed, "max_width": max_width, "max_rows": max_rows, "arms": counts, "failures": failures}
+    return {"n": done, "requested": n, "seconds": round(time.perf_counter() - t0, 1), "seed": seed, "max_width": max_width, "max_rows": max_rows, "arms": counts, "failures": failures}
 
 
 def format_table(results: list[dict]) -> str:
@@ -215,7 +222,9 @@ def add_arguments(p) -> None:
     p.add_argument("--fuzz", type=int, default=0, help="also run N random cases")
     p.add_argument("--fuzz-max-width", type=int, default=None)
     p.add_argument("--fuzz-max-rows", type=int, default=None)
+    p.add_argument("--fuzz-max-seconds", type=float, default=None, help="stop the fuzz early (records the count run)")
     p.add_argument("--record", default=None, help="folder to write verify_matrix.csv / fuzz.json (+ metadata) into")
+    p.add_argument("--no-matrix", action="store_true", help="skip the named matrix (e.g. a fuzz-only run)")
     p.add_argument("--no-progress", action="store_true")
 
 
@@ -229,23 +238,26 @@ def run(args) -> int:
         "cpu (Triton interpreter)" if _impl.interpreter_active() else "cpu (torch only)"
     )
     print(f"dsa-lab verify: backend {backend}; scale {scale}; arms {','.join(arms)}; seed {seed}")
-    results = run_matrix(scale=scale, arms=arms, seed=seed, device=device, names=names, progress=not args.no_progress)
-    print(format_table(results))
+    results = []
+    if not args.no_matrix:
+        results = run_matrix(scale=scale, arms=arms, seed=seed, device=device, names=names, progress=not args.no_progress)
+        print(format_table(results))
     bad = failures(results)
     fz = None
     if args.fuzz:
         mw = args.fuzz_max_width or (8192 if device == "cuda" else 300)
         mr = args.fuzz_max_rows or (64 if device == "cuda" else 4)
-        fz = fuzz(args.fuzz, arms=arms, seed=seed, device=device, max_width=mw, max_rows=mr, progress=not args.no_progress)
+        fz = fuzz(args.fuzz, arms=arms, seed=seed, device=device, max_width=mw, max_rows=mr, progress=not args.no_progress,
+                  max_seconds=args.fuzz_max_seconds)
         for a, c in fz["arms"].items():
-            print(f"fuzz {a}: {c['mismatched_cases']} mismatched of {c['cases']} cases")
+            print(f"fuzz {a}: {c['mismatched_cases']} mismatched of {c['cases']} cases ({fz['seconds']} s)")
         bad += [f for f in fz["failures"] if f["strict"]]
     if args.record:
         _record(args.record, results, fz, seed=seed, scale=scale)
     for r in bad[:10]:
         print(f"FAIL {r['case']} [{r['arm']}]: {r['error'] or r['first_mismatch']}")
     n_cases = len({r["case"] for r in results})
-    print(f"{n_cases} cases x {len(arms)} arms: {len(bad)} strict failures")
+    print(f"{n_cases} matrix cases x {len(arms)} arms, {fz['n'] if fz else 0} fuzz cases: {len(bad)} strict failures")
     return 1 if bad else 0
 
 
@@ -257,6 +269,11 @@ def _record(folder: str, results, fz, *, seed: int, scale: str) -> None:
 
     os.makedirs(folder, exist_ok=True)
     meta = data.collect_metadata(" ".join(["dsa-lab"] + sys.argv[1:]), {"seed": seed, "scale": scale})
+    if fz is not None:
+        with open(os.path.join(folder, "fuzz.json"), "w") as f:
+            json.dump({"meta": meta, **fz}, f, indent=1, default=str)
+    if not results:
+        return
     path = os.path.join(folder, "verify_matrix.csv")
     cols = ["case", "op", "rows", "width", "k", "dist", "arm", "seed", "bad_rows", "strict", "first_mismatch", "error", "seconds"]
     with open(path, "w", newline="") as f:
@@ -265,6 +282,3 @@ def _record(folder: str, results, fz, *, seed: int, scale: str) -> None:
         for r in results:
             w.writerow({c: r[c] for c in cols})
     data.save_meta(os.path.join(folder, "verify_matrix.meta.json"), meta)
-    if fz is not None:
-        with open(os.path.join(folder, "fuzz.json"), "w") as f:
-            json.dump({"meta": meta, **fz}, f, indent=1, default=str)

@@ -1,29 +1,38 @@
 #!/usr/bin/env bash
 # The recording run on the lent H200 (the tree is copied there without .git, so the commit is passed in).
 #   scripts/gpu_record.sh COMMIT PHASE [PHASE ...]
-# Phases: proofs (2^32 key order), verify (matrix + fuzz, both arms), gputests (pytest -m gpu),
-#         sweep (select/full suites, resumable), stepprod (step + producer suites), live (notebook live callbacks).
-# Everything lands in data/h200/ and is packed into $OUT/data_h200.tgz to be copied back.
+# Phases: proofs (2^32 key order), matrix (named matrix, both arms), graph (pytest -m gpu graph-capture tests),
+#         gputests (every gpu-marked test), sweep (select/full, resumable), stepprod (step + producer suites),
+#         fuzz (random cases, both arms), live (the notebooks' live callbacks on CUDA).
+# BUDGET_S (default 570) bounds the whole run: time-boxed phases take what is left, keeping RESERVE_S for the
+# ones after them.  Everything lands in data/h200/ and is packed into $OUT/data_h200.tgz after each phase.
 set -u
 export DSA_LAB_COMMIT="$1"; shift
 export DSA_LAB_DIRTY=0 PYTHONPATH="$PWD" PYTHONUNBUFFERED=1
 OUT=${OUT:-build/gpu_out}
+BUDGET_S=${BUDGET_S:-570}
+T0=$(date +%s)
+left() { echo $(( BUDGET_S - ($(date +%s) - T0) )); }
 mkdir -p "$OUT" data/h200
 if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH="$PYTHONPATH:/tmp/site"
 fi
+cli() { python3 -m dsa_lab.cli "$@"; }
 for ph in "$@"; do
-  echo "=== phase $ph ($(date -u +%T))"
+  echo "=== phase $ph ($(date -u +%T), $(left) s left)"
   case "$ph" in
     proofs) python3 -m dsa_lab.proofs --out data/h200/key_order_exhaustive.json ;;
-    verify) python3 -m dsa_lab.cli verify --scale gpu --record data/h200 --fuzz "${FUZZ:-100000}" --no-progress ;;
-    gputests) python3 -m pytest -q -m gpu -p no:cacheprovider ${GPU_TESTS:-tests/test_keys.py tests/test_select_triton.py tests/test_scores_flags_triton.py tests/test_producer.py tests/test_bench.py} ;;
-    sweep) python3 -m dsa_lab.cli sweep --suite select,full --max-seconds "${SWEEP_S:-300}" --no-progress ;;
-    stepprod) python3 -m dsa_lab.cli sweep --suite step,producer --max-seconds "${SP_S:-200}" --no-progress ;;
+    matrix) cli verify --scale gpu --record data/h200 --no-progress ;;
+    graph) python3 -m pytest -q -m gpu -k "graph or capture" -p no:cacheprovider tests/test_select_triton.py tests/test_producer.py ;;
+    gputests) python3 -m pytest -q -m gpu -p no:cacheprovider ${GPU_TESTS:-tests} ;;
+    sweep) cli sweep --suite select,full --max-seconds "$(( $(left) - ${RESERVE_SWEEP_S:-250} ))" --no-progress ;;
+    stepprod) cli sweep --suite step,producer --max-seconds "$(( $(left) - ${RESERVE_STEP_S:-170} ))" --no-progress ;;
+    fuzz) cli verify --scale gpu --no-matrix --fuzz "${FUZZ:-100000}" --fuzz-max-seconds "$(( $(left) - 20 ))" \
+            --record data/h200 --no-progress ;;
     live) python3 scripts/live_widgets_check.py ;;
     *) echo "unknown phase $ph" ;;
   esac 2>&1 | tee -a "$OUT/log.txt"
   tar czf "$OUT/data_h200.tgz" data/h200
 done
-echo "=== done ($(date -u +%T))"
+echo "=== done ($(date -u +%T), $(left) s left)"
