@@ -13,6 +13,7 @@ OUT=${OUT:-build/gpu_out}
 BUDGET_S=${BUDGET_S:-570}
 T0=$(date +%s)
 left() { echo $(( BUDGET_S - ($(date +%s) - T0) )); }
+box() { local b=$(( $(left) - $1 )); [ "$b" -lt 20 ] && b=20; echo "$b"; }  # seconds for a phase, keeping $1 for later ones
 mkdir -p "$OUT" data/h200
 if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
@@ -26,9 +27,9 @@ for ph in "$@"; do
     matrix) cli verify --scale gpu --record data/h200 --no-progress ;;
     graph) python3 -m pytest -q -m gpu -k "graph or capture" -p no:cacheprovider tests/test_select_triton.py tests/test_producer.py ;;
     gputests) python3 -m pytest -q -m gpu -p no:cacheprovider ${GPU_TESTS:-tests} ;;
-    sweep) cli sweep --suite select,full --max-seconds "$(( $(left) - ${RESERVE_SWEEP_S:-250} ))" --no-progress ;;
-    stepprod) cli sweep --suite step,producer --max-seconds "$(( $(left) - ${RESERVE_STEP_S:-170} ))" --no-progress ;;
-    fuzz) cli verify --scale gpu --no-matrix --fuzz "${FUZZ:-100000}" --fuzz-max-seconds "$(( $(left) - 20 ))" \
+    sweep) cli sweep --suite select,full --max-seconds "$(box "${RESERVE_SWEEP_S:-250}")" --no-progress ;;
+    stepprod) cli sweep --suite step,producer --max-seconds "$(box "${RESERVE_STEP_S:-170}")" --no-progress ;;
+    fuzz) cli verify --scale gpu --no-matrix --fuzz "${FUZZ:-100000}" --fuzz-max-seconds "$(box 20)" \
             --record data/h200 --no-progress ;;
     live) python3 scripts/live_widgets_check.py ;;
     *) echo "unknown phase $ph" ;;
