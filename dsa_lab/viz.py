@@ -1,0 +1,977 @@
+"""Plotly figures and ipywidgets for the workbook (``notebooks/``).
+
+Everything a notebook shows is built here, so it is tested (``tests/test_viz.py``):
+
+* ``*_figure`` functions return a ``plotly.graph_objects.Figure``; figures built
+  from measurements name the GPU and the record file in their title.
+* ``*_table`` / ``*_rows`` functions return plain lists of dicts (deterministic:
+  the notebooks print them with :func:`dsa_lab.proofs.format_table` and nbval
+  compares them strictly).
+* ``*_widget`` factories return an ``ipywidgets.interactive`` whose callback is a
+  thin wrapper over a package function; ``ui.result`` holds the last return
+  value (what tests assert on).
+
+Backends (:func:`backend_info`): a CUDA GPU runs kernels live; without one the
+Triton interpreter runs tiny shapes (correct, not a performance measurement);
+measured numbers always come from ``data/`` records.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from . import keys
+
+__all__ = [
+    "setup",
+    "pipeline_figure",
+    "summarize_verification",
+    "backend_info",
+    "backend_banner",
+    "data_dir",
+    "load_records",
+    "record_label",
+    "parse_score",
+    "key_fields",
+    "key_fields_html",
+    "key_bits_figure",
+    "key_widget",
+    "ordered_map_figure",
+    "skip_fraction",
+    "skip_rows",
+    "skip_figure",
+    "select_rows",
+    "time_vs_context_figure",
+    "time_vs_rows_figure",
+    "speedup_rows",
+    "roofline_figure",
+    "seed_comparison_figure",
+    "split_rule_rows",
+    "record_status",
+    "extent_point",
+    "extent_widget",
+    "rows_point",
+    "rows_widget",
+    "itl_share_rows",
+    "step_breakdown_figure",
+    "itl_compare_rows",
+    "sanitize_rows",
+    "export_static_figures",
+]
+
+ARM_COLORS = {
+    "torch": "#d62728",
+    "torch_live": "#ff7f0e",
+    "triton": "#1f77b4",
+    "triton_unfused": "#17becf",
+    "seed_triton": "#9467bd",
+    "seed_torch": "#8c564b",
+}
+SEED_LABEL = "MI355X (seed PR, transcribed)"
+
+# ---------------------------------------------------------------------------
+# Setup, backends, records
+# ---------------------------------------------------------------------------
+
+
+def setup(template: str = "none") -> dict:
+    """Set plotly's default template (small, deterministic JSON) and return :func:`backend_info`."""
+    import plotly.io as pio
+
+    if template == "dsa":
+        import plotly.graph_objects as go
+
+        pio.templates["dsa"] = go.layout.Template(
+            layout=dict(font=dict(family="sans-serif", size=12), colorway=list(ARM_COLORS.values()))
+        )
+    pio.templates.default = template
+    return backend_info()
+
+
+def backend_info() -> dict:
+    """Which backend the workbook runs on here: ``gpu`` (live kernels), ``interpreter`` (Triton on CPU,
+    tiny shapes, not a performance measurement) or ``torch-cpu`` (torch arms only)."""
+    from ._impl import interpreter_active
+
+    if torch.cuda.is_available():
+        name = torch.cuda.get_device_name(0)
+        return {"mode": "gpu", "device": "cuda", "name": name, "live": True,
+                "label": f"GPU live: {name} (kernels run here; timings are real)"}
+    if interpreter_active():
+        return {"mode": "interpreter", "device": "cpu", "name": "Triton interpreter", "live": False,
+                "label": "No GPU: Triton interpreter on CPU at tiny shapes (correctness only, not performance); "
+                "measured numbers come from recorded data/"}
+    return {"mode": "torch-cpu", "device": "cpu", "name": "CPU", "live": False,
+            "label": "No GPU and no interpreter: torch arms on CPU; measured numbers come from recorded data/"}
+
+
+def backend_banner() -> str:
+    return "Backend: " + backend_info()["label"]
+
+
+def data_dir() -> Path:
+    """The repository's ``data/`` folder (``DSA_LAB_DATA`` overrides)."""
+    env = os.environ.get("DSA_LAB_DATA")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parent.parent / "data"
+
+
+def _num(v):
+    if v is None or v == "":
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return v
+    if math.isfinite(f) and f == int(f) and "." not in str(v) and "e" not in str(v).lower():
+        return int(f)
+    return f
+
+
+def _load_csv(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return [{k: _num(v) for k, v in row.items()} for row in csv.DictReader(f)]
+
+
+def load_records(name: str, gpu: str = "h200", *, root: Path | None = None):
+    """``(rows, meta, path)`` of ``data/<gpu>/<name>.csv`` and its ``.meta.json``; ``(None, None, path)``
+    when the record is absent.  Uses :mod:`dsa_lab.data` when present."""
+    root = Path(root) if root is not None else data_dir()
+    path = root / gpu / f"{name}.csv"
+    if not path.exists():
+        return None, None, path
+    try:
+        from . import data as _data  # the bench helper's loader, when it exists
+
+        rows = [{k: _num(v) if isinstance(v, str) else v for k, v in r.items()} for r in _data.load_rows(path)]
+    except (ImportError, AttributeError):
+        rows = _load_csv(path)
+    meta_path = path.with_suffix(".meta.json")
+    meta = None
+    if meta_path.exists():
+        try:
+            from . import data as _data
+
+            meta = _data.load_meta(meta_path)
+        except (ImportError, AttributeError):
+            meta = json.loads(meta_path.read_text())
+    return rows, meta or {}, path
+
+
+def _rel(path) -> str:
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(data_dir().resolve().parent))
+    except ValueError:
+        return str(p)
+
+
+def record_label(meta: dict | None, path) -> str:
+    """``"<GPU> · <record file>"`` for titles.  Seed data is labelled as transcribed."""
+    meta = meta or {}
+    gpu = meta.get("gpu") or meta.get("gpu_name")
+    if isinstance(gpu, dict):
+        gpu = gpu.get("name")
+    if not gpu:
+        gpu = "Triton interpreter on CPU" if meta.get("triton_interpreter") else (meta.get("device") or "unknown GPU")
+    label = f"{gpu} · {_rel(path)}"
+    if meta.get("performance_measurement") is False or meta.get("triton_interpreter"):
+        label += " (interpreter: not a performance measurement)"
+    if meta.get("transcribed") or "mi355x_seed" in str(path):
+        label += " (seed PR numbers, transcribed, not measured here)"
+    return label
+
+
+def _absent_figure(title: str, path) -> "go.Figure":
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    fig.update_layout(
+        title=title,
+        annotations=[dict(text=f"NO RECORD: {_rel(path)} is absent", showarrow=False, x=0.5, y=0.5,
+                          xref="paper", yref="paper", font=dict(size=16, color="#d62728"))],
+        xaxis=dict(visible=False), yaxis=dict(visible=False), height=260,
+    )
+    return fig
+
+
+def pipeline_figure(rows: str = "B*next_n", max_model_len: int = 262144, block_size: int = 8, k: int = 64):
+    """The decode indexer step (DESIGN §1) as boxes and arrows, with each tensor's shape."""
+    import plotly.graph_objects as go
+
+    nb = -(-max_model_len // block_size)
+    stages = [
+        ("paged FP8 K cache<br>q_fp8, weights", "inputs", "#f0f0f0"),
+        ("paged MQA logits<br><i>producer</i> (nb 05)", f"logits fp32<br>[{rows},<br>{max_model_len}]<br>cols < row end written", "#fde0dd"),
+        ("block scores<br>NaN-max per {bs} cols".replace("{bs}", str(block_size)), f"scores fp32<br>[{rows},<br>{nb}]<br>newest block = +inf", "#fcc5c0"),
+        ("candidate select<br><i>packed-key top-k</i><br>(nb 01–04)", f"candidates int32<br>[{rows},<br>{k}]<br>-1 padded", "#c6dbef"),
+        ("candidate flags", f"flags uint8<br>[{rows},<br>{nb + 1}]<br>+ sentinel slot", "#deebf7"),
+        ("mask + token top-k<br>(out of scope)", "", "#f0f0f0"),
+    ]
+    fig = go.Figure()
+    n = len(stages)
+    for i, (name, out, color) in enumerate(stages):
+        x0, x1 = i / n + 0.01, (i + 1) / n - 0.03
+        fig.add_shape(type="rect", x0=x0, x1=x1, y0=0.55, y1=0.95, xref="x", yref="y",
+                      fillcolor=color, line=dict(color="#555"))
+        fig.add_annotation(x=(x0 + x1) / 2, y=0.75, xref="x", yref="y", text=f"<b>{name}</b>",
+                           showarrow=False, font=dict(size=11))
+        if out:
+            fig.add_annotation(x=(x0 + x1) / 2, y=0.25, xref="x", yref="y", text=out, showarrow=False,
+                               font=dict(size=10, family="monospace"))
+        if i < n - 1:
+            fig.add_annotation(x=(i + 1) / n + 0.008, y=0.75, ax=x1 - 0.002, ay=0.75, xref="x", yref="y",
+                               axref="x", ayref="y", text="", showarrow=True, arrowhead=2, arrowsize=1.2)
+    fig.update_layout(title=f"Decode indexer step per layer (max_model_len {max_model_len}, block_size {block_size}, k {k})",
+                      xaxis=dict(visible=False, range=[0, 1]), yaxis=dict(visible=False, range=[0, 1]), height=320, width=None,
+                      margin=dict(l=10, r=10, t=50, b=10))
+    return fig
+
+
+_MISMATCH_FIELDS = ("mismatches", "mismatch_rows", "mismatch", "bad_rows", "disagree", "failures", "errors")
+
+
+def summarize_verification(path) -> str:
+    """Deterministic text summary of a verification record (CSV of per-configuration results, or JSON).
+
+    Counts configurations per arm and lists every configuration with a non-zero mismatch field
+    (``mismatches``/``mismatch_rows``/... or a false ``match``/``agree``/``ok`` column).
+    """
+    path = Path(path)
+    rel = _rel(path)
+    if not path.exists():
+        return f"NO RECORD: {rel} is absent (recorded by the verification run on the GPU)."
+    meta_path = path.with_suffix(".meta.json")
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    if path.suffix == ".json":
+        rec = json.loads(path.read_text())
+        meta = {**meta, **{k: rec[k] for k in ("gpu", "gpu_name", "device") if k in rec}}
+        lines = [f"{rel} — {record_label(meta, path)}"]
+        for k in sorted(rec):
+            v = rec[k]
+            if isinstance(v, (int, float, str, bool)) or v is None:
+                if k not in ("date", "command", "commit", "seconds", "driver"):
+                    lines.append(f"  {k}: {v}")
+            elif isinstance(v, dict) and all(isinstance(x, (int, float, str, bool)) or x is None for x in v.values()):
+                lines.append(f"  {k}: {json.dumps(v, sort_keys=True)}")
+            elif isinstance(v, list):
+                lines.append(f"  {k}: {len(v)} entries" + (f", first: {json.dumps(v[0], sort_keys=True)[:200]}" if v else ""))
+        return "\n".join(lines)
+    rows = _load_csv(path)
+    lines = [f"{rel} — {record_label(meta, path)}: {len(rows)} rows"]
+    if not rows:
+        return lines[0]
+    cols = list(rows[0])
+    mm = next((c for c in _MISMATCH_FIELDS if c in cols), None)
+    okc = next((c for c in ("match", "agree", "ok", "equal", "passed") if c in cols), None)
+    name_col = next((c for c in ("case", "name", "config", "configuration") if c in cols), None)
+    arm_col = "arm" if "arm" in cols else None
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault(r.get(arm_col) if arm_col else "all", []).append(r)
+
+    def bad(r):
+        if mm is not None:
+            return bool(r.get(mm))
+        if okc is not None:
+            return str(r.get(okc)).lower() in ("false", "0", "no")
+        return False
+
+    for arm, rs in sorted(groups.items(), key=lambda t: str(t[0])):
+        b = [r for r in rs if bad(r)]
+        total = sum(int(r.get(mm) or 0) for r in rs) if mm else len(b)
+        lines.append(f"  arm {arm}: {len(rs)} configurations, {len(b)} with a mismatch"
+                     + (f" ({total} mismatching rows in all)" if mm else ""))
+        for r in b[:20]:
+            lines.append(f"    MISMATCH {r.get(name_col) if name_col else r}: {mm or okc}={r.get(mm or okc)}")
+    if mm is None and okc is None:
+        lines.append(f"  (no mismatch column among {cols})")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# 01 key packing
+# ---------------------------------------------------------------------------
+
+
+def parse_score(text) -> float:
+    """A float32 from text: decimal (``"1.5"``, ``"-0.0"``, ``"nan"``, ``"-inf"``) or bit pattern (``"0x7fc00001"``).
+
+    Returns a Python float carrying the float32 value; use :func:`_score_tensor` for exact bits.
+    """
+    return float(_score_tensor(text)[0])
+
+
+def _score_tensor(text) -> torch.Tensor:
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return torch.tensor([float(text)], dtype=torch.float32)
+    s = str(text).strip().lower()
+    if s.startswith("0x"):
+        v = int(s, 16)
+        if not 0 <= v < 2**32:
+            raise ValueError(f"bit pattern {text!r} is not 32 bits")
+        v = v - 2**32 if v >= 2**31 else v
+        return torch.tensor([v], dtype=torch.int32).view(torch.float32)
+    try:
+        return torch.tensor([float(s)], dtype=torch.float32)
+    except ValueError:
+        raise ValueError(f"score {text!r} is not a number or a 0x bit pattern") from None
+
+
+def _classify(x: float, bits: int) -> str:
+    if math.isnan(x):
+        return "NaN (ranks above +inf; every payload ties)"
+    if x == float("-inf"):
+        return "-inf (padding: never selected)"
+    if x == float("inf"):
+        return "+inf"
+    if x == 0:
+        return "-0.0 (just below +0.0)" if bits >> 31 else "+0.0"
+    if (bits >> 23) & 0xFF == 0:
+        return "denormal"
+    return "normal"
+
+
+def key_fields(score, index: int) -> dict:
+    """Every bit field of ``pack_keys(score, index)``: the float's sign/exponent/mantissa, ``ordered``,
+    the key's high and low words.  ``score`` may be text (see :func:`parse_score`)."""
+    x = _score_tensor(score)
+    idx = torch.tensor([int(index)], dtype=torch.int64)
+    k = int(keys.pack_keys(x, idx)[0])  # raises ValueError beyond MAX_INDEX
+    bits = int(x.view(torch.int32).to(torch.int64)[0]) & 0xFFFFFFFF
+    o = int(keys.ordered_bits(x)[0])
+    hi, lo = (k >> 32) & 0xFFFFFFFF, k & 0xFFFFFFFF
+    back, back_i = keys.unpack_keys(torch.tensor([k], dtype=torch.int64))
+    xv = float(x[0])
+    return {
+        "score": repr(xv),
+        "class": _classify(xv, bits),
+        "bits": f"0x{bits:08X}",
+        "sign": bits >> 31,
+        "exponent": (bits >> 23) & 0xFF,
+        "mantissa": f"0x{bits & 0x7FFFFF:06X}",
+        "ordered": f"0x{o:08X}",
+        "sign_transform": "bits ^ 0xFFFFFFFF (negative: flip all)" if bits >> 31 else "bits ^ 0x80000000 (positive: flip sign)",
+        "key_hi": f"0x{hi:08X}",
+        "key_hi_signed": hi - 2**32 if hi >= 2**31 else hi,
+        "index": int(index),
+        "key_lo": f"0x{lo:08X}",
+        "key_lo_is": f"0xFFFFFFFF - {int(index)}",
+        "key": f"0x{k & (2**64 - 1):016X}",
+        "key_signed": k,
+        "candidate": bool(keys.is_candidate(torch.tensor([k]))[0]),
+        "unpacked_score": repr(float(back[0])),
+        "unpacked_index": int(back_i[0]),
+        "key_bits": f"{k & (2**64 - 1):064b}",
+    }
+
+
+def key_fields_html(f: dict) -> str:
+    """An HTML rendering of :func:`key_fields`: the 64 key bits coloured by field, then a table."""
+    b = f["key_bits"]
+    hi, lo = b[:32], b[32:]
+    bits_html = (
+        '<div style="font-family:monospace;font-size:14px">'
+        f'<span style="background:#fde0dd" title="key sign = sign of ordered-2^31">{hi[0]}</span>'
+        f'<span style="background:#fcc5c0" title="ordered score, high word">{hi[1:]}</span>'
+        f'<span style="background:#deebf7" title="0xFFFFFFFF - index">{lo}</span></div>'
+    )
+    rows = "".join(
+        f"<tr><td style='text-align:left'>{k}</td><td style='text-align:left;font-family:monospace'>{v}</td></tr>"
+        for k, v in f.items()
+        if k != "key_bits"
+    )
+    return bits_html + f"<table>{rows}</table>"
+
+
+def key_bits_figure(score, index: int):
+    """A 2 × 32 grid of the key's bits (row 0: high word = ordered score; row 1: low word = inverted index)."""
+    import plotly.graph_objects as go
+
+    f = key_fields(score, index)
+    b = f["key_bits"]
+    z = [[int(c) for c in b[:32]], [int(c) for c in b[32:]]]
+    fig = go.Figure(
+        go.Heatmap(
+            z=z, text=[list(b[:32]), list(b[32:])], texttemplate="%{text}", showscale=False,
+            colorscale=[[0, "#f7fbff"], [1, "#6baed6"]], xgap=2, ygap=2,
+            x=list(range(31, -1, -1)), y=[f"hi {f['key_hi']}", f"lo {f['key_lo']}"],
+        )
+    )
+    fig.update_layout(
+        title=f"key of score {f['score']} at index {f['index']}: {f['key']} ({f['class']})",
+        xaxis=dict(title="bit within word", autorange="reversed", dtick=4), yaxis=dict(autorange="reversed"),
+        height=230, margin=dict(l=130, r=20, t=50, b=40),
+    )
+    return fig
+
+
+def key_widget(score: str = "-0.0", index: int = 5):
+    """Type a score (decimal, ``nan``, ``-inf`` or ``0x`` bits) and an index; see every bit field."""
+    import ipywidgets as w
+    from IPython.display import HTML
+
+    def show(score, index):
+        try:
+            f = key_fields(score, index)
+        except ValueError as e:
+            return HTML(f"<b style='color:#d62728'>{e}</b>")
+        return HTML(key_fields_html(f))
+
+    return w.interactive(
+        show,
+        {"auto_display": True},  # show the callback's return value (a figure / HTML) under the controls
+        score=w.Text(value=score, description="score", continuous_update=False),
+        index=w.BoundedIntText(value=index, min=0, max=keys.MAX_INDEX + 1, description="index"),
+    )
+
+
+def ordered_map_figure(samples: int = 257):
+    """``ordered(x)`` against the float's raw bit pattern: the sign transform folds the negative half
+    below the positive one, reversed, so unsigned order becomes float order."""
+    import plotly.graph_objects as go
+
+    pos = torch.linspace(0, 0x7F800000, samples, dtype=torch.float64).to(torch.int64)
+    neg = pos + 0x80000000
+    traces = []
+    for name, b, color in (("x ≥ +0.0 (sign 0)", pos, "#1f77b4"), ("x ≤ -0.0 (sign 1)", neg, "#d62728")):
+        x = torch.where(b >= 2**31, b - 2**32, b).to(torch.int32).view(torch.float32)
+        o = keys.ordered_bits(x)
+        traces.append(go.Scatter(x=b.tolist(), y=o.tolist(), mode="lines", name=name, line=dict(color=color)))
+    nan_o = 0xFFFFFFFF
+    traces.append(go.Scatter(x=[0x7F800001, 0x7FFFFFFF, 0xFF800001, 0xFFFFFFFF], y=[nan_o] * 4, mode="markers",
+                             name="NaN patterns → 0xFFFFFFFF", marker=dict(color="black", symbol="x")))
+    fig = go.Figure(traces)
+    fig.update_layout(
+        title="ordered(x) vs float32 bits: negatives flipped below positives; NaN on top",
+        xaxis=dict(title="float32 bit pattern (unsigned)", tickformat="#x"),
+        yaxis=dict(title="ordered(x) (unsigned)"), height=380,
+    )
+    return fig
+
+
+# ---------------------------------------------------------------------------
+# 03 extent skipping
+# ---------------------------------------------------------------------------
+
+
+def skip_fraction(context: int, max_model_len: int = 262144, block_size: int = 8) -> float:
+    """Fraction of the padded workspace's blocks a row of ``context`` tokens never needs to read."""
+    nblocks = -(-max_model_len // block_size)
+    live = min(-(-context // block_size), nblocks)
+    return 1.0 - live / nblocks
+
+
+def skip_rows(contexts=(512, 4096, 16384, 65536, 131072, 262144), max_model_len=262144, block_size=8) -> list[dict]:
+    nb = -(-max_model_len // block_size)
+    return [
+        {
+            "context": c,
+            "live_blocks": min(-(-c // block_size), nb),
+            "padded_blocks": nb,
+            "skipped": f"{100 * skip_fraction(c, max_model_len, block_size):.2f}%",
+        }
+        for c in contexts
+    ]
+
+
+def skip_figure(contexts=(512, 4096, 16384, 65536, 131072, 262144), max_model_len=262144, block_size=8):
+    import plotly.graph_objects as go
+
+    rows = skip_rows(contexts, max_model_len, block_size)
+    fig = go.Figure([
+        go.Bar(x=[str(r["context"]) for r in rows], y=[r["live_blocks"] for r in rows], name="live blocks (read)",
+               marker_color="#1f77b4"),
+        go.Bar(x=[str(r["context"]) for r in rows], y=[r["padded_blocks"] - r["live_blocks"] for r in rows],
+               name="padding blocks (skipped)", marker_color="#d9d9d9", text=[r["skipped"] for r in rows],
+               textposition="inside"),
+    ])
+    fig.update_layout(barmode="stack", title=f"Blocks per row in a {max_model_len}-token workspace (block_size {block_size})",
+                      xaxis=dict(title="context (tokens)", type="category"), yaxis_title="blocks", height=360)
+    return fig
+
+
+def select_rows(rows, **where) -> list[dict]:
+    """Rows whose fields equal every ``where`` item (``None`` values are ignored)."""
+    out = []
+    for r in rows or ():
+        if all(v is None or r.get(k) == v for k, v in where.items()):
+            out.append(r)
+    return out
+
+
+def _arms(rows) -> list[str]:
+    order = list(ARM_COLORS)
+    seen = sorted({r.get("arm") for r in rows}, key=lambda a: (order.index(a) if a in order else 99, str(a)))
+    return seen
+
+
+def _err(rs):
+    if all(r.get("p90_us") is not None and r.get("p10_us") is not None for r in rs):
+        return dict(type="data", symmetric=False, array=[r["p90_us"] - r["median_us"] for r in rs],
+                    arrayminus=[r["median_us"] - r["p10_us"] for r in rs], thickness=1)
+    return None
+
+
+def time_vs_context_figure(rows, meta, path, *, stage="select", k=64, dist="normal", concurrency=1, next_n=1):
+    """Median time (p10–p90 bars) vs context per arm, at one concurrency × next_n."""
+    import plotly.graph_objects as go
+
+    title = f"{stage} stage, k={k}, {dist}, concurrency {concurrency} × next_n {next_n}"
+    if rows is None:
+        return _absent_figure(title, path)
+    sel = select_rows(rows, stage=stage, k=k, dist=dist, concurrency=concurrency, next_n=next_n)
+    traces = []
+    for arm in _arms(sel):
+        rs = sorted(select_rows(sel, arm=arm), key=lambda r: r["context"])
+        traces.append(go.Scatter(x=[r["context"] for r in rs], y=[r["median_us"] for r in rs], name=arm,
+                                 mode="lines+markers", error_y=_err(rs), line=dict(color=ARM_COLORS.get(arm))))
+    fig = go.Figure(traces)
+    fig.update_layout(title=f"{title}<br><sub>{record_label(meta, path)}</sub>", xaxis=dict(title="context (tokens)", type="log"),
+                      yaxis=dict(title="median µs", type="log"), height=420)
+    return fig
+
+
+def time_vs_rows_figure(rows, meta, path, *, context=65536, stage="select", k=64, dist="normal"):
+    """Median time vs rows (= concurrency × next_n) per arm at one context: where the curves cross."""
+    import plotly.graph_objects as go
+
+    title = f"{stage} stage vs rows, context {context}, k={k}, {dist}"
+    if rows is None:
+        return _absent_figure(title, path)
+    sel = select_rows(rows, stage=stage, k=k, dist=dist, context=context)
+    traces = []
+    for arm in _arms(sel):
+        by = {}
+        for r in select_rows(sel, arm=arm):
+            by.setdefault(r["rows"], []).append(r["median_us"])
+        xs = sorted(by)
+        traces.append(go.Scatter(x=xs, y=[statistics.median(by[x]) for x in xs], name=arm, mode="lines+markers",
+                                 line=dict(color=ARM_COLORS.get(arm))))
+    fig = go.Figure(traces)
+    sm = (meta or {}).get("sm_count")
+    if sm:
+        fig.add_vline(x=sm, line_dash="dot", annotation_text=f"{sm} SMs")
+    fig.update_layout(title=f"{title}<br><sub>{record_label(meta, path)}</sub>", xaxis=dict(title="rows (concurrency × next_n)", type="log"),
+                      yaxis=dict(title="median µs", type="log"), height=420)
+    return fig
+
+
+def speedup_rows(rows, *, baseline="torch", arm="triton", stage="select", k=64, dist="normal", by="context") -> list[dict]:
+    """Per ``by`` value: median / min / max of ``baseline`` time ÷ ``arm`` time over matching points."""
+    if not rows:
+        return []
+    sel = select_rows(rows, stage=stage, k=k, dist=dist)
+    key = lambda r: (r["context"], r["concurrency"], r["next_n"])  # noqa: E731
+    base = {key(r): r["median_us"] for r in select_rows(sel, arm=baseline)}
+    out: dict = {}
+    for r in select_rows(sel, arm=arm):
+        b = base.get(key(r))
+        if b and r["median_us"]:
+            out.setdefault(r[by], []).append(b / r["median_us"])
+    return [
+        {by: v, "points": len(s), "median_x": f"{statistics.median(s):.2f}", "min_x": f"{min(s):.2f}", "max_x": f"{max(s):.2f}"}
+        for v, s in sorted(out.items())
+    ]
+
+
+def roofline_figure(rows, meta, path, *, k=64, dist="normal", stages=("select", "full")):
+    """Every sweep point (time vs bytes) against the measured ceilings: max(launch, bytes / stream bandwidth)."""
+    import plotly.graph_objects as go
+
+    title = f"Roofline, k={k}, {dist}"
+    if rows is None:
+        return _absent_figure(title, path)
+    ceil = (meta or {}).get("ceilings", {}) or {}
+    bw = ceil.get("stream_gbps")
+    launch = ceil.get("launch_us")
+    sel = [r for r in select_rows(rows, k=k, dist=dist) if r.get("stage") in stages and r.get("bytes")]
+    traces = []
+    for stage in stages:
+        for arm in _arms(select_rows(sel, stage=stage)):
+            rs = select_rows(sel, stage=stage, arm=arm)
+            traces.append(go.Scatter(
+                x=[r["bytes"] for r in rs], y=[r["median_us"] for r in rs], mode="markers", name=f"{arm} · {stage}",
+                marker=dict(color=ARM_COLORS.get(arm), symbol="circle" if stage == "select" else "diamond", size=6, opacity=0.7),
+                text=[f"ctx {r['context']} rows {r['rows']}" for r in rs],
+            ))
+    if bw and sel:
+        lo = max(min(r["bytes"] for r in sel) / 2, 1)
+        hi = max(r["bytes"] for r in sel) * 2
+        xs = [lo * (hi / lo) ** (i / 60) for i in range(61)]
+        ys = [max(launch or 0, x / (bw * 1e3)) for x in xs]  # GB/s → bytes/µs is ×1e3
+        traces.append(go.Scatter(x=xs, y=ys, mode="lines", name=f"floor: max({launch} µs launch, bytes / {bw:.0f} GB/s)",
+                                 line=dict(color="black", dash="dash")))
+    fig = go.Figure(traces)
+    fig.update_layout(title=f"{title} (measured ceilings)<br><sub>{record_label(meta, path)}</sub>",
+                      xaxis=dict(title="bytes moved (model)", type="log"), yaxis=dict(title="median µs", type="log"), height=480)
+    return fig
+
+
+def seed_comparison_figure(sweep, seed_speedup, *, k=64, stages=("select", "full")):
+    """Median speedup over torch.topk per context (bars: min–max): this project's recorded sweep (one bar per
+    stage) beside the seed PR's MI355X medians (``data/mi355x_seed/speedup_by_context.csv``, transcribed)."""
+    import plotly.graph_objects as go
+
+    rows, meta, path = sweep
+    srows, smeta, spath = seed_speedup
+    traces = []
+    for stage in stages:
+        sp = speedup_rows(rows, stage=stage, k=k) if rows else []
+        if sp:
+            traces.append(go.Bar(
+                x=[str(r["context"]) for r in sp], y=[float(r["median_x"]) for r in sp],
+                name=f"triton vs torch, {stage} stage: {record_label(meta, path)}",
+                error_y=dict(type="data", symmetric=False, array=[float(r["max_x"]) - float(r["median_x"]) for r in sp],
+                             arrayminus=[float(r["median_x"]) - float(r["min_x"]) for r in sp])))
+    if srows:
+        traces.append(go.Bar(
+            x=[str(r["context"]) for r in srows], y=[float(r["median_x"]) for r in srows], marker_color="#9467bd",
+            name=f"seed kernel vs torch: {record_label(smeta, spath)}",
+            error_y=dict(type="data", symmetric=False, array=[float(r["max_x"]) - float(r["median_x"]) for r in srows],
+                         arrayminus=[float(r["median_x"]) - float(r["min_x"]) for r in srows])))
+    if not traces:
+        return _absent_figure("Speedup over torch.topk per context", path)
+    fig = go.Figure(traces)
+    note = "" if rows else f"<br><sub>NO RECORD: {_rel(path)} is absent; only the seed's numbers are shown</sub>"
+    fig.update_layout(barmode="group", showlegend=True,
+                      title=f"Median speedup over torch.topk per context, k={k} (bars: min–max){note}",
+                      xaxis=dict(title="context (tokens)", type="category"), yaxis_title="speedup ×", height=460,
+                      legend=dict(orientation="h", y=-0.3))
+    return fig
+
+
+def split_rule_rows(sm_count: int, rows_list=(1, 8, 32, 128, 640), k: int = 64, nblocks: int = 32768,
+                    **plan_kw) -> list[dict]:
+    """The select kernel's launch configuration (:func:`dsa_lab.select_triton.plan`, from shapes and the
+    SM count only) for each row count: programs per row ``P``, the grid, and every other field the plan
+    returns (tile / group sizes, merge capacity, the direct-top-k threshold ...)."""
+    from .select_triton import plan
+
+    out = []
+    for rows in rows_list:
+        cfg = plan(rows, nblocks, k, {"sm_count": sm_count}, **plan_kw)
+        P = cfg.get("P", 1)
+        out.append({"rows": rows, "k": k, "P": P, "grid": rows * P,
+                    **{key: v for key, v in cfg.items() if key not in ("P",)}})
+    return out
+
+
+def record_status(rec) -> str:
+    """``"record: <GPU> · <file>"`` or ``"NO RECORD: <file> is absent"`` for a :func:`load_records` triple."""
+    rows, meta, path = rec
+    return f"record: {record_label(meta, path)}" if rows else f"NO RECORD: {_rel(path)} is absent"
+
+
+# ---------------------------------------------------------------------------
+# Widgets for 03 / 04: live on a GPU, interpreter-sized or recorded without one
+# ---------------------------------------------------------------------------
+
+
+def _nearest(records_rows, /, **want):
+    """The recorded row minimising the log-distance to ``want`` (numeric fields) among exact matches of the rest."""
+    exact = {k: v for k, v in want.items() if not isinstance(v, (int, float)) or isinstance(v, bool)}
+    num = {k: v for k, v in want.items() if k not in exact}
+    cand = select_rows(records_rows, **exact)
+    if not cand:
+        return None
+    return min(cand, key=lambda r: sum(abs(math.log(max(r.get(k) or 1, 1)) - math.log(max(v, 1))) for k, v in num.items()))
+
+
+def _live_time_us(fn, iters=20) -> float:
+    fn()
+    torch.cuda.synchronize()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    ts = []
+    for _ in range(iters):
+        s.record()
+        fn()
+        e.record()
+        torch.cuda.synchronize()
+        ts.append(s.elapsed_time(e) * 1e3)
+    return statistics.median(ts)
+
+
+def extent_point(context: int, rows: int, k: int, *, records=None, mode: str | None = None,
+                 max_model_len: int = 262144, block_size: int = 8) -> dict:
+    """One point of the extent-skipping widget.
+
+    ``mode="gpu"``: run ``topk_select`` (torch and triton arms) live on a random scores matrix of
+    ``[rows, max_model_len / block_size]`` with every row's live length = ``cdiv(context, block_size)``,
+    time with CUDA events (a quick look; the recorded sweep uses CUDA graphs).
+    ``mode="interpreter"``/``"torch-cpu"``: run the same call at a tiny width (contexts scaled by 1/64),
+    check the arms against the exact reference, and take times from the nearest recorded point.
+    Returns a dict with ``mode``, ``skipped``, per-arm ``us`` and ``source``.
+    """
+    from .select import topk_select
+
+    mode = mode or backend_info()["mode"]
+    nb = -(-max_model_len // block_size)
+    live = min(-(-context // block_size), nb)
+    out = {"context": context, "rows": rows, "k": k, "mode": mode, "live_blocks": live, "padded_blocks": nb,
+           "skipped": skip_fraction(context, max_model_len, block_size), "us": {}, "source": ""}
+    if mode == "gpu":
+        g = torch.Generator(device="cuda").manual_seed(0)
+        x = torch.randn(rows, nb, device="cuda", generator=g)
+        lengths = torch.full((rows,), live, dtype=torch.int32, device="cuda")
+        for arm in ("torch", "triton"):
+            out["us"][arm] = _live_time_us(lambda: topk_select(x, k, lengths=lengths, impl=arm))
+        out["us"]["torch_live"] = _live_time_us(lambda: torch.topk(x[:, :live], min(k, live), dim=1))
+        out["source"] = f"live on {torch.cuda.get_device_name(0)} (CUDA events, median of 20)"
+        return out
+    # tiny shapes: correctness of the arms at 1/64 scale
+    tiny_nb = max(nb // 64, 8)
+    tiny_live = max(min(live // 64, tiny_nb), 1)
+    tiny_rows = min(rows, 4)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(tiny_rows, tiny_nb, generator=g)
+    lengths = torch.full((tiny_rows,), tiny_live, dtype=torch.int32)
+    kk = min(k, tiny_nb)
+    ref = torch.sort(topk_select(x, kk, lengths=lengths, impl="reference"), dim=1).values
+    arms = ["torch"] + (["triton"] if mode == "interpreter" else [])
+    out["tiny"] = {"rows": tiny_rows, "width": tiny_nb, "live": tiny_live, "k": kk,
+                   "agree": {a: bool(torch.equal(torch.sort(topk_select(x, kk, lengths=lengths, impl=a), dim=1).values, ref))
+                             for a in arms}}
+    if records:
+        rec_rows, meta, path = records
+        for arm in ("torch", "torch_live", "triton"):
+            r = _nearest(rec_rows or [], arm=arm, stage="select", dist="normal", k=k, context=context, rows=rows)
+            if r:
+                out["us"][arm] = r["median_us"]
+                out.setdefault("recorded_at", {})[arm] = f"ctx {r['context']} rows {r['rows']} k {r['k']}"
+        out["source"] = f"recorded: {record_label(meta, path)} (nearest point)" if rec_rows else "no record"
+    return out
+
+
+def _point_figure(p: dict, title: str):
+    import plotly.graph_objects as go
+
+    arms = [a for a in ("torch", "torch_live", "triton") if a in p["us"]]
+    fig = go.Figure(go.Bar(x=arms, y=[p["us"][a] for a in arms], marker_color=[ARM_COLORS[a] for a in arms],
+                           text=[f"{p['us'][a]:.1f} µs" for a in arms], textposition="outside"))
+    sub = p["source"] or "no timing available"
+    if "tiny" in p:
+        t = p["tiny"]
+        sub += f"<br>tiny run ({t['rows']}×{t['width']}, live {t['live']}, k {t['k']}) agrees with the reference: {t['agree']}"
+    mode = {"gpu": "GPU live", "interpreter": "no GPU: Triton interpreter, tiny shapes",
+            "torch-cpu": "no GPU: torch on CPU, tiny shapes"}.get(p["mode"], p["mode"])
+    fig.update_layout(title=f"{title} · {mode}<br><sub>{sub}</sub>", yaxis_title="µs", height=400,
+                      margin=dict(t=110))
+    if not arms:
+        fig.add_annotation(text="no timing here: no GPU, and no recorded point (data/h200/select_sweep.csv absent)",
+                           showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper", font=dict(size=14, color="#d62728"))
+        fig.update_layout(xaxis=dict(visible=False), yaxis=dict(visible=False))
+    return fig
+
+
+def extent_widget(records=None):
+    """Sliders context / rows / k → time per arm (live on a GPU; recorded + tiny interpreter check without)."""
+    import ipywidgets as w
+
+    def show(context, rows, k):
+        p = extent_point(context, rows, k, records=records)
+        return _point_figure(p, f"context {context} ({100 * p['skipped']:.1f}% of the workspace skipped), rows {rows}, k {k}")
+
+    return w.interactive(
+        show,
+        {"auto_display": True},  # show the callback's return value (a figure / HTML) under the controls
+        context=w.SelectionSlider(options=[512, 1024, 4096, 16384, 65536, 131072, 262144], value=4096, description="context",
+                                  continuous_update=False),
+        rows=w.SelectionSlider(options=[1, 2, 4, 8, 16, 32, 64, 128, 256, 640], value=1, description="rows",
+                               continuous_update=False),
+        k=w.SelectionSlider(options=[64, 512, 2048], value=64, description="k", continuous_update=False),
+    )
+
+
+def rows_point(rows: int, context: int, k: int = 64, *, records=None, mode: str | None = None) -> dict:
+    """Recorded (or live) time per arm at one rows × context: the point the rows widget shows."""
+    return extent_point(context, rows, k, records=records, mode=mode)
+
+
+def rows_widget(records=None):
+    """rows × context → the split/merge decision's cost per arm (same machinery as :func:`extent_widget`)."""
+    import ipywidgets as w
+
+    def show(rows, context):
+        p = rows_point(rows, context, 64, records=records)
+        return _point_figure(p, f"rows {rows}, context {context}, k 64")
+
+    return w.interactive(
+        show,
+        {"auto_display": True},  # show the callback's return value (a figure / HTML) under the controls
+        rows=w.SelectionSlider(options=[1, 2, 4, 8, 16, 32, 64, 128, 256, 640], value=8, description="rows",
+                               continuous_update=False),
+        context=w.SelectionSlider(options=[4096, 16384, 65536, 262144], value=65536, description="context",
+                                  continuous_update=False),
+    )
+
+
+# ---------------------------------------------------------------------------
+# 05 causal bounds / step breakdown
+# ---------------------------------------------------------------------------
+
+STAGE_COLUMNS = ("logits_us", "scores_us", "select_us", "flags_us", "sanitize_us")
+STEP_STAGES = ("logits", "sanitize", "scores", "select", "flags")  # stacked; "candidates" = scores + select
+STEP_TOTAL = "step"
+
+
+def _step_long(rows) -> bool:
+    return bool(rows) and "stage" in rows[0] and "median_us" in rows[0]
+
+
+def itl_share_rows(step_rows, itl_ms: float = 14.6, *, arm: str | None = "triton", layers: int = 1,
+                   total_field="total_us") -> list[dict]:
+    """Share of an inter-token latency ``itl_ms`` spent in ``layers`` indexer steps, per recorded shape.
+
+    Long format (``dsa-lab sweep --suite step``: one row per stage, ``stage == "step"`` the whole step):
+    one output row per (arm, context, concurrency, next_n).  Wide format (``*_us`` columns): per row.
+    """
+    out = []
+    if _step_long(step_rows):
+        tot = [r for r in step_rows if r.get("stage") == STEP_TOTAL and (arm is None or r.get("arm") == arm)]
+        tot.sort(key=lambda r: (str(r.get("arm")), r["context"], r["concurrency"], r["next_n"]))
+        for r in tot:
+            us = r["median_us"] * layers
+            out.append({"arm": r.get("arm"), "context": r["context"], "concurrency": r["concurrency"],
+                        "next_n": r["next_n"], "step_us": round(us, 1), "itl_share": f"{100 * us / (itl_ms * 1e3):.2f}%"})
+        return out
+    for r in step_rows or ():
+        tot = r.get(total_field)
+        if tot is None:
+            tot = sum(r.get(c) or 0 for c in STAGE_COLUMNS)
+        tot *= layers
+        out.append({**{k: r.get(k) for k in ("arm", "context", "concurrency", "next_n") if k in r},
+                    "step_us": round(tot, 1), "itl_share": f"{100 * tot / (itl_ms * 1e3):.2f}%"})
+    return out
+
+
+def itl_compare_rows(step_rows, itl_ms: float = 14.6, *, layers: int = 61, base: str = "torch",
+                     arm: str = "triton") -> list[dict]:
+    """Per recorded shape: the whole indexer step of ``base`` and ``arm`` (one layer, µs), the saving per
+    decode step over ``layers`` layers, and each arm's share of an ``itl_ms`` inter-token latency."""
+    if not _step_long(step_rows):
+        return []
+    tot = {(r["arm"], r["context"], r["concurrency"], r["next_n"]): r["median_us"]
+           for r in step_rows if r.get("stage") == STEP_TOTAL}
+    keys_ = sorted({k[1:] for k in tot if k[0] == arm})
+    out = []
+    for c, b, n in keys_:
+        a, t = tot.get((base, c, b, n)), tot[(arm, c, b, n)]
+        row = {"context": c, "concurrency": b, "next_n": n, f"{base}_us": a, f"{arm}_us": t}
+        if a is not None:
+            row[f"saving_us x{layers} layers"] = round((a - t) * layers, 1)
+            row[f"{base}_share"] = f"{100 * a * layers / (itl_ms * 1e3):.1f}%"
+        row[f"{arm}_share"] = f"{100 * t * layers / (itl_ms * 1e3):.1f}%"
+        out.append(row)
+    return out
+
+
+def step_breakdown_figure(rows, meta, path, *, next_n=1, arm="triton"):
+    """Stacked per-stage time of the decode indexer step per context × concurrency (one arm), with the
+    measured whole step as a marker (stages timed one by one need not add up to it exactly)."""
+    import plotly.graph_objects as go
+
+    title = f"Decode indexer step breakdown, arm {arm}, next_n {next_n}"
+    if rows is None:
+        return _absent_figure(title, path)
+    if _step_long(rows):
+        sel = select_rows(rows, next_n=next_n, arm=arm)
+        xs = sorted({(r["context"], r["concurrency"]) for r in sel})
+        labels = [f"ctx {c} · B {b}" for c, b in xs]
+        have = {r["stage"] for r in sel}
+        stages = [s for s in STEP_STAGES if s in have] or sorted(have - {STEP_TOTAL})
+        traces = []
+        for st in stages:
+            ys = []
+            for c, b in xs:
+                m = select_rows(sel, stage=st, context=c, concurrency=b)
+                ys.append(m[0]["median_us"] if m else 0)
+            traces.append(go.Bar(x=labels, y=ys, name=st))
+        if STEP_TOTAL in have:
+            ys = []
+            for c, b in xs:
+                m = select_rows(sel, stage=STEP_TOTAL, context=c, concurrency=b)
+                ys.append(m[0]["median_us"] if m else None)
+            traces.append(go.Scatter(x=labels, y=ys, name="whole step (measured)", mode="markers",
+                                     marker=dict(symbol="line-ew-open", size=18, color="black")))
+    else:
+        sel = sorted(select_rows(rows, next_n=next_n, arm=arm if any("arm" in r for r in rows) else None),
+                     key=lambda r: (r["context"], r["concurrency"]))
+        cols = [c for c in STAGE_COLUMNS if any(r.get(c) is not None for r in sel)]
+        labels = [f"ctx {r['context']} · B {r['concurrency']}" for r in sel]
+        traces = [go.Bar(x=labels, y=[r.get(c) or 0 for r in sel], name=c.replace("_us", "")) for c in cols]
+    fig = go.Figure(traces)
+    fig.update_layout(barmode="stack", title=f"{title}<br><sub>{record_label(meta, path)}</sub>", yaxis_title="µs",
+                      height=440)
+    return fig
+
+
+def sanitize_rows(producer_rows) -> list[dict]:
+    """Bounded vs full-width sanitize from ``producer_sweep.csv`` (``stage == "sanitize"``): time of each
+    and the ratio, per context × concurrency × next_n."""
+    pts = [r for r in producer_rows or () if r.get("stage") == "sanitize"]
+    by: dict = {}
+    for r in pts:
+        by.setdefault((r["context"], r["concurrency"], r["next_n"]), {})[r["arm"]] = r["median_us"]
+    out = []
+    for (c, b, n), d in sorted(by.items()):
+        bo, fw = d.get("bounded"), d.get("full_width")
+        out.append({"context": c, "concurrency": b, "next_n": n, "bounded_us": bo, "full_width_us": fw,
+                    "full/bounded": f"{fw / bo:.1f}x" if bo and fw else ""})
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Static figures for the README
+# ---------------------------------------------------------------------------
+
+
+def static_figures(root=None) -> dict:
+    """The README's figures (name → Figure, or None when the record it needs is absent)."""
+    sw = load_records("select_sweep", root=root)
+    seed = load_records("speedup_by_context", gpu="mi355x_seed", root=root)
+    step = load_records("step_breakdown", root=root)
+    have = sw[0] is not None
+    return {
+        "key_layout": key_bits_figure("1.5", 5),
+        "extent_skipping": skip_figure(),
+        "time_vs_context": time_vs_context_figure(*sw) if have else None,
+        "time_vs_rows": time_vs_rows_figure(*sw) if have else None,
+        "roofline": roofline_figure(*sw) if have else None,
+        "speedup_vs_seed": seed_comparison_figure(sw, seed) if (have or seed[0]) else None,
+        "step_breakdown": step_breakdown_figure(*step) if step[0] is not None else None,
+    }
+
+
+def export_static_figures(outdir="docs/figures", *, root=None, width=900, height=None, scale=1.5) -> list[str]:
+    """Write :func:`static_figures` as PNG via kaleido and the system Chromium (``BROWSER_PATH``)."""
+    import plotly.io as pio
+
+    if not os.environ.get("BROWSER_PATH"):
+        for c in ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"):
+            if os.path.exists(c):
+                os.environ["BROWSER_PATH"] = c
+                break
+    prev = pio.templates.default
+    pio.templates.default = "plotly_white"
+    try:
+        os.makedirs(outdir, exist_ok=True)
+        written = []
+        for name, fig in static_figures(root).items():
+            path = os.path.join(outdir, f"{name}.png")
+            if fig is None:
+                print(f"skipped {path}: its record is absent")
+                continue
+            pio.write_image(fig, path, format="png", width=width, height=height or fig.layout.height or 450, scale=scale)
+            written.append(path)
+        return written
+    finally:
+        pio.templates.default = prev

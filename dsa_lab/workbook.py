@@ -1,0 +1,228 @@
+"""Build the workbook: execute the notebooks to HTML under build/workbook/ (and optionally figures, screenshots).
+
+Modes (combine freely):
+
+* default — execute every notebook (a copy; the committed ones are untouched) and write
+  ``build/workbook/<name>.html``: readable without a server, plotly.js inlined (offline).
+* ``--execute-inplace`` — re-execute the committed notebooks in ``notebooks/`` in place (rebuilding
+  each from its ``.py`` source first when one exists), then strip volatile metadata so
+  ``pytest --nbval --nbval-current-env notebooks/`` compares against fresh outputs.  This is the
+  one command to run after the data or the code changes.
+* ``--figures`` — export the README's static PNGs to ``docs/figures/`` (kaleido + system Chromium).
+* ``--screenshots`` — run ``scripts/browser_check.py``: JupyterLab + headless Chromium, one
+  screenshot set per notebook under ``build/screenshots/``.
+
+Without a GPU, ``TRITON_INTERPRET=1`` is set for the kernels (tiny shapes; recorded data for timings).
+Open the notebooks live with ``jupyter lab notebooks/``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NB_DIR = ROOT / "notebooks"
+NOTEBOOKS = (
+    "00_tour",
+    "01_key_packing",
+    "02_ordering_proof",
+    "03_extent_skipping",
+    "04_span_capacity_roofline",
+    "05_causal_bounds",
+)
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--notebooks", nargs="*", default=None, metavar="NAME",
+                   help="which notebooks (default: all six), e.g. 01_key_packing")
+    p.add_argument("--out", default=str(ROOT / "build" / "workbook"), help="HTML output folder")
+    p.add_argument("--execute-inplace", action="store_true",
+                   help="re-execute notebooks/*.ipynb in place (from their .py sources) and strip volatile metadata")
+    p.add_argument("--no-html", action="store_true", help="skip the HTML build")
+    p.add_argument("--figures", action="store_true", help="export the README's static PNGs to docs/figures/")
+    p.add_argument("--figures-dir", default=str(ROOT / "docs" / "figures"))
+    p.add_argument("--screenshots", action="store_true", help="run the headless-Chromium browser check")
+    p.add_argument("--timeout", type=int, default=1200, help="per-cell timeout in seconds")
+
+
+# ---------------------------------------------------------------------------
+# py:percent sources → notebooks (jupytext-compatible subset, no jupytext needed)
+# ---------------------------------------------------------------------------
+
+_CELL = re.compile(r"^# %%(?P<md> \[markdown\])?(?P<rest>.*)$")
+
+
+def py_to_notebook(text: str, name: str):
+    """Parse a py:percent file (``# %%`` code cells, ``# %% [markdown]`` cells with ``# `` prefixed lines,
+    ``tags=["a", "b"]`` after the marker) into an nbformat v4 notebook with deterministic cell ids."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata = {
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+    }
+    cells: list[tuple[str, list[str], list[str]]] = []
+    cur = None
+    for line in text.splitlines():
+        m = _CELL.match(line)
+        if m:
+            tags = re.findall(r'"([^"]+)"', m.group("rest")) if "tags=" in m.group("rest") else []
+            cur = ("markdown" if m.group("md") else "code", tags, [])
+            cells.append(cur)
+        elif cur is not None:
+            cur[2].append(line)
+    for i, (kind, tags, lines) in enumerate(cells):
+        while lines and not lines[-1].strip():
+            lines.pop()
+        while lines and not lines[0].strip():
+            lines.pop(0)
+        if kind == "markdown":
+            src = "\n".join(l[2:] if l.startswith("# ") else l[1:] if l.startswith("#") else l for l in lines)
+            c = nbformat.v4.new_markdown_cell(src)
+        else:
+            c = nbformat.v4.new_code_cell("\n".join(lines))
+        c.id = f"{name[:2]}-{i:02d}"
+        if tags:
+            c.metadata["tags"] = tags
+        nb.cells.append(c)
+    return nb
+
+
+def strip_notebook(nb) -> None:
+    """Drop what changes run to run and nbval does not compare: widget state, execution timing metadata."""
+    nb.metadata.pop("widgets", None)
+    for c in nb.cells:
+        c.metadata.pop("execution", None)
+        c.metadata.pop("ExecuteTime", None)
+        if c.cell_type == "code":
+            for o in c.get("outputs", []):
+                o.get("metadata", {}).pop("execution", None)
+                if o.get("output_type") == "display_data" and "application/vnd.jupyter.widget-view+json" in o.get("data", {}):
+                    o["data"]["application/vnd.jupyter.widget-view+json"].pop("model_id", None)
+
+
+WIDGET_NOTE = ("<p style='border:1px solid #c6dbef;background:#f7fbff;padding:6px'><b>Interactive widget</b> "
+               "(sliders and a live plot): it needs a running kernel. Open this notebook live with "
+               "<code>jupyter lab notebooks/</code>.</p>")
+
+
+def static_widgets(nb) -> None:
+    """For the static HTML: replace widget views (which need a kernel and a widget manager from a CDN)
+    with a short note, and drop the saved widget state so no CDN script is referenced."""
+    nb.metadata.pop("widgets", None)
+    for c in nb.cells:
+        for o in c.get("outputs", []):
+            data = o.get("data", {})
+            if "application/vnd.jupyter.widget-view+json" in data:
+                o["data"] = {"text/html": WIDGET_NOTE, "text/plain": "[interactive widget: open live in JupyterLab]"}
+
+
+def kernel_env() -> dict:
+    """Environment for the notebook kernels: the repo importable, the interpreter on when there is no GPU."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    try:
+        import torch
+
+        has_cuda = torch.cuda.is_available()
+    except Exception:  # pragma: no cover
+        has_cuda = False
+    if not has_cuda:
+        env.setdefault("TRITON_INTERPRET", "1")
+    env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    return env
+
+
+def execute(nb, cwd: Path, timeout: int, env: dict):
+    """Execute ``nb`` in a fresh python3 kernel with ``env`` (cwd = ``cwd``)."""
+    from nbclient import NotebookClient
+
+    old = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)  # the kernel manager passes os.environ to the kernel
+    try:
+        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(cwd)}},
+                                record_timing=False)
+        client.execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    return nb
+
+
+def _names(args) -> list[str]:
+    names = args.notebooks or list(NOTEBOOKS)
+    out = []
+    for n in names:
+        n = Path(n).stem
+        if n not in NOTEBOOKS:
+            raise SystemExit(f"unknown notebook {n!r}; choose from {', '.join(NOTEBOOKS)}")
+        out.append(n)
+    return out
+
+
+def execute_inplace(names, timeout: int = 1200, nb_dir: Path = NB_DIR) -> None:
+    import nbformat
+
+    env = kernel_env()
+    for name in names:
+        ipynb, py = nb_dir / f"{name}.ipynb", nb_dir / f"{name}.py"
+        if py.exists():
+            nb = py_to_notebook(py.read_text(), name)
+        else:
+            nb = nbformat.read(ipynb, as_version=4)
+            for c in nb.cells:
+                if c.cell_type == "code":
+                    c.outputs, c.execution_count = [], None
+        t0 = time.perf_counter()
+        execute(nb, nb_dir, timeout, env)
+        strip_notebook(nb)
+        nbformat.write(nb, ipynb)
+        print(f"executed {ipynb.relative_to(ROOT) if ipynb.is_relative_to(ROOT) else ipynb} in {time.perf_counter() - t0:.1f} s")
+
+
+def build_html(names, out: Path, timeout: int = 1200) -> list[Path]:
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    env = kernel_env()
+    env["PLOTLY_RENDERER"] = "plotly_mimetype+notebook"  # inline plotly.js once per page: offline HTML
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in names:
+        py, ipynb = NB_DIR / f"{name}.py", NB_DIR / f"{name}.ipynb"
+        nb = py_to_notebook(py.read_text(), name) if py.exists() else nbformat.read(ipynb, as_version=4)
+        t0 = time.perf_counter()
+        execute(nb, NB_DIR, timeout, env)
+        static_widgets(nb)
+        html, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
+        path = out / f"{name}.html"
+        path.write_text(html)
+        written.append(path)
+        print(f"wrote {path} ({time.perf_counter() - t0:.1f} s)")
+    return written
+
+
+def run(args) -> int:
+    names = _names(args)
+    if args.execute_inplace:
+        execute_inplace(names, args.timeout)
+    if not args.no_html:
+        build_html(names, Path(args.out), args.timeout)
+    if args.figures:
+        from .viz import export_static_figures
+
+        for p in export_static_figures(args.figures_dir):
+            print(f"wrote {p}")
+    if args.screenshots:
+        cmd = [sys.executable, str(ROOT / "scripts" / "browser_check.py"), "--notebooks", *names]
+        rc = subprocess.call(cmd, env=kernel_env())
+        if rc:
+            return rc
+    return 0

@@ -1,0 +1,231 @@
+"""dsa_lab.viz: figure builders, tables and widget callbacks (what the notebooks show)."""
+import csv
+import json
+
+import pytest
+import torch
+
+from dsa_lab import keys, viz
+
+go = pytest.importorskip("plotly.graph_objects")
+pytest.importorskip("ipywidgets")
+
+
+@pytest.fixture(autouse=True)
+def _template():
+    viz.setup("none")
+
+
+def _sweep(tmp_path):
+    """A small synthetic select_sweep record in tmp_path/h200 (same columns as the real one)."""
+    d = tmp_path / "h200"
+    d.mkdir()
+    cols = ["arm", "stage", "context", "concurrency", "next_n", "rows", "k", "dist", "median_us", "p10_us", "p90_us",
+            "bytes", "gbps", "floor_us", "roofline_frac", "max_model_len", "block_size"]
+    rows = []
+    for arm, base in (("torch", 50.0), ("torch_live", 20.0), ("triton", 4.0)):
+        for stage in ("select", "full"):
+            for ctx in (4096, 16384, 65536):
+                for conc in (1, 8, 128):
+                    t = base * (1 + conc / 64) * (1 if arm == "torch" else ctx / 4096) ** 0.5 * (2 if stage == "full" else 1)
+                    b = conc * ctx // 2
+                    rows.append(dict(arm=arm, stage=stage, context=ctx, concurrency=conc, next_n=1, rows=conc, k=64,
+                                     dist="normal", median_us=t, p10_us=0.9 * t, p90_us=1.1 * t, bytes=b,
+                                     gbps=b / t / 1e3, floor_us=max(1.2, b / 4.64e6), roofline_frac=max(1.2, b / 4.64e6) / t,
+                                     max_model_len=262144, block_size=8))
+    with open(d / "select_sweep.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        w.writerows(rows)
+    (d / "select_sweep.meta.json").write_text(json.dumps(
+        {"gpu_name": "NVIDIA H200", "sm_count": 132, "ceilings": {"stream_gbps": 4640.0, "launch_us": 1.21, "two_launch_us": 1.78}}))
+    seed = tmp_path / "mi355x_seed"
+    seed.mkdir()
+    (seed / "speedup_by_context.csv").write_text("context,points,median_x,min_x,max_x\n4096,40,4.16,3.97,5.08\n")
+    (seed / "speedup_by_context.meta.json").write_text(json.dumps({"gpu_name": "AMD Instinct MI355X", "transcribed": True}))
+    return tmp_path
+
+
+def test_setup_and_backend():
+    import plotly.io as pio
+
+    info = viz.setup("none")
+    assert pio.templates.default == "none"
+    assert info["mode"] in ("gpu", "interpreter", "torch-cpu")
+    assert viz.backend_banner().startswith("Backend: ")
+
+
+@pytest.mark.parametrize("text,bits", [("-0.0", 0x80000000), ("nan", 0x7FC00000), ("0x7f800001", 0x7F800001),
+                                       ("-inf", 0xFF800000), ("1.5", 0x3FC00000), ("0xFFFFFFFF", 0xFFFFFFFF)])
+def test_key_fields(text, bits):
+    f = viz.key_fields(text, 7)
+    assert f["bits"] == f"0x{bits:08X}"
+    x = viz._score_tensor(text)
+    k = int(keys.pack_keys(x, torch.tensor([7]))[0])
+    assert f["key_signed"] == k
+    assert f["key"] == f"0x{k & (2**64 - 1):016X}"
+    assert f["key_lo"] == f"0x{0xFFFFFFFF - 7:08X}"
+    assert f["ordered"] == f"0x{int(keys.ordered_bits(x)[0]):08X}"
+    assert f["unpacked_index"] == 7
+    assert len(f["key_bits"]) == 64
+    assert f["candidate"] == (text != "-inf")
+
+
+def test_key_fields_errors():
+    with pytest.raises(ValueError):
+        viz.key_fields("banana", 0)
+    with pytest.raises(ValueError, match="MAX_INDEX"):
+        viz.key_fields("1.0", keys.MAX_INDEX + 1)
+
+
+def test_key_widget_drives_callback():
+    ui = viz.key_widget("1.0", 3)
+    assert "0x3F800000" in ui.result.data
+    ui.children[0].value = "-0.0"
+    assert "0x80000000" in ui.result.data and "-0.0" in ui.result.data
+    ui.children[0].value = "not a number"
+    assert "not a number" in ui.result.data  # the error is shown, not raised
+
+
+def test_key_figures():
+    f = viz.key_bits_figure("nan", 5)
+    assert isinstance(f, go.Figure)
+    assert "0x7FFFFFFFFFFFFFFA" in f.layout.title.text
+    z = f.data[0].z
+    assert len(z) == 2 and len(z[0]) == 32 and z[0][0] == 0 and z[0][1] == 1
+    m = viz.ordered_map_figure(33)
+    ys = list(m.data[0].y)
+    assert ys == sorted(ys)  # positives: increasing
+    yn = list(m.data[1].y)
+    assert yn == sorted(yn, reverse=True)  # negatives: decreasing in the bits
+    assert max(yn) < min(ys)
+
+
+def test_pipeline_figure():
+    f = viz.pipeline_figure()
+    texts = " ".join(a.text for a in f.layout.annotations)
+    assert "32768" in texts and "candidate select" in texts
+
+
+def test_skip_fraction():
+    assert viz.skip_fraction(4096) == pytest.approx(1 - 512 / 32768)
+    assert viz.skip_fraction(262144) == 0
+    assert viz.skip_fraction(10**7) == 0
+    r = viz.skip_rows((4096,))
+    assert r[0]["skipped"] == "98.44%" and r[0]["live_blocks"] == 512
+    f = viz.skip_figure((4096, 65536))
+    assert list(f.data[0].y) == [512, 8192]
+
+
+def test_absent_records(tmp_path):
+    rows, meta, path = viz.load_records("select_sweep", root=tmp_path)
+    assert rows is None and path == tmp_path / "h200" / "select_sweep.csv"
+    assert viz.record_status((rows, meta, path)).startswith("NO RECORD")
+    f = viz.time_vs_context_figure(rows, meta, path)
+    assert "NO RECORD" in f.layout.annotations[0].text
+    assert "NO RECORD" in viz.roofline_figure(rows, meta, path).layout.annotations[0].text
+    assert "NO RECORD" in viz.summarize_verification(tmp_path / "h200" / "fuzz.json")
+
+
+def test_sweep_figures(tmp_path):
+    root = _sweep(tmp_path)
+    sw = viz.load_records("select_sweep", root=root)
+    rows, meta, path = sw
+    assert rows and meta["sm_count"] == 132
+    f = viz.time_vs_context_figure(*sw)
+    assert [t.name for t in f.data] == ["torch", "torch_live", "triton"]
+    assert list(f.data[0].x) == [4096, 16384, 65536]
+    assert "NVIDIA H200" in f.layout.title.text and "select_sweep.csv" in f.layout.title.text
+    assert f.layout.xaxis.type == "log"
+    f = viz.time_vs_rows_figure(*sw, context=16384)
+    assert list(f.data[2].x) == [1, 8, 128]
+    r = viz.roofline_figure(*sw)
+    names = [t.name for t in r.data]
+    assert "triton · select" in names and "torch · full" in names and any(n.startswith("floor") for n in names)
+    floor = r.data[-1]
+    assert min(floor.y) == pytest.approx(1.21)
+    sp = viz.speedup_rows(rows)
+    assert [s["context"] for s in sp] == [4096, 16384, 65536]
+    assert sp[0]["points"] == 3 and float(sp[0]["median_x"]) > 1
+    seed = viz.load_records("speedup_by_context", gpu="mi355x_seed", root=root)
+    c = viz.seed_comparison_figure(sw, seed)
+    assert any("MI355X" in t.name and "transcribed" in t.name for t in c.data)
+    assert any("H200" in t.name for t in c.data)
+
+
+def test_extent_point_and_widget(tmp_path):
+    sw = viz.load_records("select_sweep", root=_sweep(tmp_path))
+    p = viz.extent_point(16384, 8, 64, records=sw, mode="torch-cpu")
+    assert p["live_blocks"] == 2048 and p["mode"] == "torch-cpu"
+    assert p["us"]["torch"] > p["us"]["triton"]
+    assert p["tiny"]["agree"]["torch"] in (True, False)
+    assert "recorded" in p["source"]
+    ui = viz.extent_widget(records=sw)
+    assert isinstance(ui.result, go.Figure)
+    ui.children[0].value = 65536
+    assert "context 65536" in ui.result.layout.title.text
+    ui2 = viz.rows_widget(records=sw)
+    ui2.children[0].value = 128
+    assert "rows 128" in ui2.result.layout.title.text
+
+
+def test_summarize_verification(tmp_path):
+    p = tmp_path / "verify_matrix.csv"
+    p.write_text("case,arm,mismatches\na,torch,0\nb,torch,2\na,triton,0\n")
+    s = viz.summarize_verification(p)
+    assert "arm torch: 2 configurations, 1 with a mismatch" in s
+    assert "MISMATCH b" in s and "arm triton: 1 configurations, 0 with a mismatch" in s
+    j = tmp_path / "fuzz.json"
+    j.write_text(json.dumps({"cases": 100000, "mismatches": 0, "gpu_name": "NVIDIA H200"}))
+    s = viz.summarize_verification(j)
+    assert "cases: 100000" in s and "NVIDIA H200" in s
+
+
+def test_itl_and_step_breakdown(tmp_path):
+    wide = [{"arm": "triton", "context": 4096, "concurrency": 8, "next_n": 1, "logits_us": 10.0, "scores_us": 0,
+             "select_us": 4.0, "flags_us": 1.0, "sanitize_us": 1.0}]
+    r = viz.itl_share_rows(wide, itl_ms=16.0)
+    assert r[0]["step_us"] == 16.0 and r[0]["itl_share"] == "0.10%"
+    f = viz.step_breakdown_figure(wide, {"gpu_name": "NVIDIA H200"}, tmp_path / "step_breakdown.csv")
+    assert [t.name for t in f.data][:2] == ["logits", "scores"]
+    # long format, as `dsa-lab sweep --suite step` records it
+    long = [{"arm": a, "stage": s, "context": 4096, "concurrency": 8, "next_n": 1, "median_us": v}
+            for a in ("triton", "torch") for s, v in (("logits", 10.0), ("sanitize", 1.0), ("scores", 2.0),
+                                                     ("select", 3.0), ("flags", 1.0), ("candidates", 5.0), ("step", 18.0))]
+    f = viz.step_breakdown_figure(long, {"gpu_name": "NVIDIA H200"}, tmp_path / "step_breakdown.csv")
+    assert [t.name for t in f.data] == ["logits", "sanitize", "scores", "select", "flags", "whole step (measured)"]
+    assert list(f.data[0].y) == [10.0] and "H200" in f.layout.title.text
+    r = viz.itl_share_rows(long, itl_ms=18.0, layers=10)
+    assert len(r) == 1 and r[0]["step_us"] == 180.0 and r[0]["itl_share"] == "1.00%"
+    cmp = viz.itl_compare_rows(long, itl_ms=18.0, layers=10)
+    assert cmp == [{"context": 4096, "concurrency": 8, "next_n": 1, "torch_us": 18.0, "triton_us": 18.0,
+                    "saving_us x10 layers": 0.0, "torch_share": "1.0%", "triton_share": "1.0%"}]
+    prod = [{"arm": a, "stage": "sanitize", "context": 4096, "concurrency": 8, "next_n": 1, "median_us": v}
+            for a, v in (("bounded", 2.0), ("full_width", 50.0))] + [
+           {"arm": "triton", "stage": "logits", "context": 4096, "concurrency": 8, "next_n": 1, "median_us": 9.0}]
+    sr = viz.sanitize_rows(prod)
+    assert sr == [{"context": 4096, "concurrency": 8, "next_n": 1, "bounded_us": 2.0, "full_width_us": 50.0,
+                   "full/bounded": "25.0x"}]
+
+
+def test_split_rule_rows():
+    pytest.importorskip("dsa_lab.select_triton")
+    t = viz.split_rule_rows(132, rows_list=(1, 640))
+    assert t[0]["rows"] == 1 and t[0]["P"] >= t[1]["P"] >= 1
+    assert t[1]["grid"] == 640 * t[1]["P"]
+
+
+def test_static_figures(tmp_path):
+    figs = viz.static_figures(root=_sweep(tmp_path))
+    assert {"key_layout", "extent_skipping", "time_vs_context", "roofline", "speedup_vs_seed"} <= set(figs)
+    assert all(isinstance(figs[n], go.Figure) for n in ("key_layout", "time_vs_context", "roofline", "speedup_vs_seed"))
+    assert figs["step_breakdown"] is None  # absent record: not exported
+    empty = viz.static_figures(root=tmp_path / "nothing")
+    assert empty["roofline"] is None and empty["key_layout"] is not None
+
+
+@pytest.mark.gpu
+def test_extent_point_live_on_gpu():
+    p = viz.extent_point(16384, 8, 64, mode="gpu")
+    assert set(p["us"]) == {"torch", "triton", "torch_live"} and all(v > 0 for v in p["us"].values())
+    assert "live on" in p["source"]
