@@ -32,7 +32,6 @@ e4m3fn on any device.
 """
 from __future__ import annotations
 
-import math
 
 import torch
 

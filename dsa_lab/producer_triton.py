@@ -289,7 +289,7 @@ def paged_mqa_logits_triton(q_fp8, kv_cache, weights, context_lens, block_table,
     from .paged import fp8_dot_supported
 
     B, next_n, H, D = q_fp8.shape
-    nb, block_kv = kv_cache.shape[0], kv_cache.shape[1]
+    block_kv = kv_cache.shape[1]
     width = out.shape[1]
     if fp8_dot is None:
         fp8_dot = fp8_dot_supported(q_fp8.device)

@@ -54,10 +54,8 @@ Run on a GPU (writes the record)::
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -362,28 +360,13 @@ def _enum_bits(pos: torch.Tensor) -> torch.Tensor:
 
 
 def _env_meta(device: torch.device) -> dict:
-    try:
-        import triton
+    """Record metadata (GPU, versions, commit, date, command) from :func:`dsa_lab.data.collect_metadata`."""
+    from . import data
 
-        tv = triton.__version__
-    except Exception:  # pragma: no cover
-        tv = None
-    try:
-        r = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=os.path.dirname(__file__), timeout=10
-        )
-        commit = r.stdout.strip() if r.returncode == 0 else None
-    except Exception:  # pragma: no cover
-        commit = None
-    gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
-    return {
-        "gpu": gpu,
-        "torch": torch.__version__,
-        "triton": tv,
-        "commit": commit,
-        "date": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
-        "command": " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]) if sys.argv else "",
-    }
+    meta = data.collect_metadata(" ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]) if sys.argv else "")
+    meta["gpu"] = meta.get("gpu_name") if device.type == "cuda" else None
+    meta["date"] = meta.get("date_utc")
+    return meta
 
 
 def exhaustive_key_order_check(

@@ -516,7 +516,7 @@ def build(data_dir: Path, *, itl_ms: float = 14.6, layers: int = 1, level: int =
                 continue
             parts += [f"\n{hh} Speedup per context, {title}, k = {k}, normal values\n",
                       per_context_table(idx, stage, k, "normal"),
-                      f"\nRepresentative points (µs; before = `torch`, after = `triton`):\n",
+                      "\nRepresentative points (µs; before = `torch`, after = `triton`):\n",
                       representative_table(idx, stage, k)]
             if len({r.get("k") for r in pick(rows, stage=stage)}) > 1:
                 parts += [f"\nBy k ({stage}):\n", k_table(idx, stage)]

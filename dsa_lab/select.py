@@ -18,7 +18,6 @@ from __future__ import annotations
 import torch
 
 from . import _checks, _impl, keys
-from .flags import candidate_flags
 from .scores import _check_scores_args, block_scores
 
 __all__ = ["topk_select", "select_candidate_blocks", "topk_select_reference", "topk_select_torch"]

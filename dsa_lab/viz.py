@@ -22,7 +22,6 @@ import json
 import math
 import os
 import statistics
-import time
 from pathlib import Path
 
 import torch

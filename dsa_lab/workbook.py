@@ -17,7 +17,6 @@ Open the notebooks live with ``jupyter lab notebooks/``.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
