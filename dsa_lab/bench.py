@@ -24,7 +24,7 @@ reduction), the time of one empty Triton launch in a graph and of two.
 
 Bytes model and roofline
 ------------------------
-:func:`select_bytes` / :func:`full_bytes` model the DRAM traffic of each arm of each
+:func:`select_bytes` / :func:`full_bytes` model (the producer's is :func:`dsa_lab.producer.producer_bytes`) the DRAM traffic of each arm of each
 stage (``docs`` in their docstrings); :func:`roofline` places a measurement:
 ``floor_us = max(launch_us, bytes / stream_bandwidth)`` and
 ``roofline_frac = floor_us / median_us`` (1.0 = at the roofline).
@@ -54,7 +54,6 @@ __all__ = [
     "measure_ceilings",
     "select_bytes",
     "full_bytes",
-    "producer_bytes",
     "roofline",
 ]
 
@@ -403,20 +402,6 @@ def full_bytes(arm: str, row_ends: list[int], width: int, block_size: int, k: in
     if arm == "triton_unfused":
         return common + 2 * sum(live_blocks) * F32 + rows * k * I32
     return common + rows * k * I32
-
-
-def producer_bytes(batch: int, next_n: int, heads: int, head_dim: int, context_lens: list[int]) -> dict:
-    """Bytes of the paged MQA logits producer (issue 5 item 6).
-
-    ``read``: the fp8 keys and fp32 scales of each sequence's live tokens, once per sequence
-    (``sum(ctx) * (head_dim + 4)``), plus q (fp8, ``batch * next_n * heads * head_dim``) and
-    the weights (``batch * next_n * heads * 4``).  ``write``: the logits of each row's window
-    (``sum over rows of end * 4``), reported apart: the achieved bandwidth counts reads.
-    """
-    ctx = [int(c) for c in context_lens]
-    read = sum(ctx) * (head_dim + 4) + batch * next_n * heads * head_dim + batch * next_n * heads * F32
-    write = sum(max(c - next_n + n + 1, 0) for c in ctx for n in range(next_n)) * F32
-    return {"read": read, "write": write}
 
 
 def roofline(nbytes: int, median_us: float, ceilings: dict, launches: int = 1) -> dict:

@@ -660,12 +660,9 @@ class Sweep:
             return producer.paged_mqa_logits(q, kv, w, ctx, bt, self.mml, impl="triton", out=logits)
 
         common = {"heads": heads, "head_dim": HEAD_DIM, "block_kv": self.args.block_kv}
-        if hasattr(producer, "producer_bytes"):  # the producer's own model (adds the block-table reads)
-            pbd = producer.producer_bytes(prob["seq_lens"], p.next_n, heads, HEAD_DIM, block_kv=self.args.block_kv,
-                                          max_model_len=self.mml)
-            pb = {"read": pbd["read"], "write": pbd["out"]}
-        else:
-            pb = bench.producer_bytes(p.concurrency, p.next_n, heads, HEAD_DIM, prob["seq_lens"])
+        pbd = producer.producer_bytes(prob["seq_lens"], p.next_n, heads, HEAD_DIM, block_kv=self.args.block_kv,
+                                      max_model_len=self.mml)  # keys + scales once per sequence, q, weights, table
+        pb = {"read": pbd["read"], "write": pbd["out"]}
         logits_triton()
         if on_gpu():
             torch.cuda.synchronize()

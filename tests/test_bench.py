@@ -46,12 +46,6 @@ def test_full_bytes_model():
     assert bench.full_bytes("torch_live", [512] * 3, width, bs, k) == 3 * 512 * 4 + 3 * (nb + 1) + 2 * 3 * 64 * 4 + topk
 
 
-def test_producer_bytes():
-    b = bench.producer_bytes(2, 3, 64, 128, [100, 50])
-    assert b["read"] == 150 * 132 + 2 * 3 * 64 * 128 + 2 * 3 * 64 * 4
-    assert b["write"] == 4 * sum(c - 3 + n + 1 for c in (100, 50) for n in range(3))
-
-
 def test_roofline_placement():
     ceil = {"stream_gbps": 4000.0, "launch_us": 1.2, "two_launch_us": 1.8}
     r = bench.roofline(8_000_000, 4.0, ceil)  # 8 MB at 4 TB/s = 2 µs floor
