@@ -107,18 +107,30 @@ def run_matrix(*, scale: str, arms, seed: int, device, names=None, progress: boo
     return results
 
 
+# Compile-relevant settings the fuzz draws from (op, width, k bucket = next_pow2(k), row_repeat, block_size).
+# The Triton kernels specialise on these, so a menu keeps a GPU fuzz from spending its time compiling; every
+# value-level input stays random: rows, per-row ends and starts, k inside its bucket, the distribution, garbage
+# past the ends.  Widths are capped by ``max_width`` (small on the CPU).
+FUZZ_MENU = (
+    ("select", 300, 8, 1, 8), ("select", 4096, 64, 1, 8), ("select", 8192, 128, 5, 8),
+    ("select", 32768, 64, 1, 8), ("select", 2048, 512, 2, 8), ("select", 1000, 2048, 1, 8),
+    ("blocks", 65536, 64, 1, 8), ("blocks", 16384, 128, 3, 1), ("blocks", 8192, 512, 1, 16),
+    ("blocks", 32768, 64, 5, 8),
+)
+
+
 def random_case(gen: torch.Generator, max_width: int, max_rows: int) -> Case:
+    """One random case: compile-relevant settings from :data:`FUZZ_MENU`, everything else random."""
+
     def ri(lo, hi):
         return int(torch.randint(lo, hi + 1, (1,), generator=gen))
 
-    op = "select" if ri(0, 3) else "blocks"
-    rr = (1, 1, 2, 3, 5)[ri(0, 4)]
+    op, width, kp, rr, bs = FUZZ_MENU[ri(0, len(FUZZ_MENU) - 1)]
+    width = min(width, max_width)
     rows = rr * ri(1, max(1, max_rows // rr))
-    width = ri(1, max_width)
-    k = (1, 2, 7, 64, 100, 128, 512, 1000, 2048)[ri(0, 8)] if ri(0, 2) else ri(1, 300)
+    k = ri(max(1, kp // 2 + 1), kp) if kp > 2 else ri(1, kp)
     dist = (DISTS + SPECIAL_DISTS)[ri(0, len(DISTS) + len(SPECIAL_DISTS) - 1)]
     ends = ("ctx", "ragged", "some_zero", "full", "zero", "past_width")[ri(0, 5)]
-    bs = (8, 8, 8, 1, 4, 16, 64)[ri(0, 6)] if op == "blocks" else 8
     return Case(
         f"fuzz_{op}", op, rows, width, k, context=ri(0, width), ends=ends, starts=bool(ri(0, 1)) and op == "blocks",
         row_repeat=rr, dist=dist, garbage_tail=bool(ri(0, 3) == 0), block_size=bs,
@@ -223,6 +235,7 @@ def add_arguments(p) -> None:
     p.add_argument("--fuzz-max-width", type=int, default=None)
     p.add_argument("--fuzz-max-rows", type=int, default=None)
     p.add_argument("--fuzz-max-seconds", type=float, default=None, help="stop the fuzz early (records the count run)")
+    p.add_argument("--fuzz-name", default="fuzz.json", help="file name of the fuzz record inside --record")
     p.add_argument("--record", default=None, help="folder to write verify_matrix.csv / fuzz.json (+ metadata) into")
     p.add_argument("--no-matrix", action="store_true", help="skip the named matrix (e.g. a fuzz-only run)")
     p.add_argument("--no-progress", action="store_true")
@@ -253,7 +266,7 @@ def run(args) -> int:
             print(f"fuzz {a}: {c['mismatched_cases']} mismatched of {c['cases']} cases ({fz['seconds']} s)")
         bad += [f for f in fz["failures"] if f["strict"]]
     if args.record:
-        _record(args.record, results, fz, seed=seed, scale=scale)
+        _record(args.record, results, fz, seed=seed, scale=scale, fuzz_name=args.fuzz_name)
     for r in bad[:10]:
         print(f"FAIL {r['case']} [{r['arm']}]: {r['error'] or r['first_mismatch']}")
     n_cases = len({r["case"] for r in results})
@@ -261,7 +274,7 @@ def run(args) -> int:
     return 1 if bad else 0
 
 
-def _record(folder: str, results, fz, *, seed: int, scale: str) -> None:
+def _record(folder: str, results, fz, *, seed: int, scale: str, fuzz_name: str = "fuzz.json") -> None:
     import csv
     import sys
 
@@ -270,7 +283,7 @@ def _record(folder: str, results, fz, *, seed: int, scale: str) -> None:
     os.makedirs(folder, exist_ok=True)
     meta = data.collect_metadata(" ".join(["dsa-lab"] + sys.argv[1:]), {"seed": seed, "scale": scale})
     if fz is not None:
-        with open(os.path.join(folder, "fuzz.json"), "w") as f:
+        with open(os.path.join(folder, fuzz_name), "w") as f:
             json.dump({"meta": meta, **fz}, f, indent=1, default=str)
     if not results:
         return
@@ -282,3 +295,36 @@ def _record(folder: str, results, fz, *, seed: int, scale: str) -> None:
         for r in results:
             w.writerow({c: r[c] for c in cols})
     data.save_meta(os.path.join(folder, "verify_matrix.meta.json"), meta)
+
+
+def merge_fuzz_records(paths, out_path) -> dict:
+    """Combine fuzz shards (run in parallel processes with different seeds) into one record."""
+    shards = []
+    for p in paths:
+        with open(p) as f:
+            shards.append(json.load(f))
+    arms = {}
+    for sh in shards:
+        for a, c in sh["arms"].items():
+            t = arms.setdefault(a, {"cases": 0, "mismatched_cases": 0})
+            t["cases"] += c["cases"]
+            t["mismatched_cases"] += c["mismatched_cases"]
+    rec = {
+        "meta": shards[0]["meta"] if shards else {},
+        "n": sum(sh["n"] for sh in shards),
+        "shards": [{k: sh[k] for k in ("n", "requested", "seconds", "seed", "max_width", "max_rows", "arms")} for sh in shards],
+        "arms": arms,
+        "failures": [f for sh in shards for f in sh["failures"]][:50],
+        "menu": [list(m) for m in FUZZ_MENU],
+    }
+    with open(out_path, "w") as f:
+        json.dump(rec, f, indent=1, default=str)
+    return rec
+
+
+if __name__ == "__main__":  # python -m dsa_lab.verify merge OUT SHARD...
+    import sys
+
+    if len(sys.argv) >= 3 and sys.argv[1] == "merge":
+        r = merge_fuzz_records(sys.argv[3:], sys.argv[2])
+        print(json.dumps({"n": r["n"], "arms": r["arms"]}))

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The recording run on the lent H200 (the tree is copied there without .git, so the commit is passed in).
 #   scripts/gpu_record.sh COMMIT PHASE [PHASE ...]
-# Phases: proofs (2^32 key order), matrix (named matrix, both arms), graph (pytest -m gpu graph-capture tests),
+# Phases: correct (proofs, matrix, graph tests and FUZZ_SHARDS fuzz shards run side by side: correctness only, so
+#         sharing the GPU is fine; CORRECT_S bounds it), proofs (2^32 key order), matrix (named matrix, both arms),
+#         graph (pytest -m gpu graph-capture tests),
 #         gputests (every gpu-marked test), sweep (select/full, resumable), stepprod (step + producer suites),
 #         fuzz (random cases, both arms), live (the notebooks' live callbacks on CUDA).
 # BUDGET_S (default 570) bounds the whole run: time-boxed phases take what is left, keeping RESERVE_S for the
@@ -23,6 +25,19 @@ cli() { python3 -m dsa_lab.cli "$@"; }
 for ph in "$@"; do
   echo "=== phase $ph ($(date -u +%T), $(left) s left)"
   case "$ph" in
+    correct)
+      box_s=${CORRECT_S:-230}; shards=${FUZZ_SHARDS:-4}; per=$(( ${FUZZ:-100000} / shards ))
+      for i in $(seq 1 "$shards"); do
+        cli verify --scale gpu --no-matrix --fuzz "$per" --fuzz-max-seconds "$(( box_s - 25 ))" --seed "$(( 1000 + i ))" \
+          --record data/h200 --fuzz-name "fuzz_shard$i.json" --no-progress > "$OUT/fuzz_shard$i.log" 2>&1 &
+      done
+      cli verify --scale gpu --record data/h200 --no-progress > "$OUT/matrix.log" 2>&1 &
+      python3 -m pytest -q -m gpu -k "graph or capture" -p no:cacheprovider tests/test_select_triton.py tests/test_producer.py \
+        > "$OUT/graph_tests.log" 2>&1 &
+      python3 -m dsa_lab.proofs --out data/h200/key_order_exhaustive.json
+      wait
+      python3 -m dsa_lab.verify merge data/h200/fuzz.json data/h200/fuzz_shard*.json && rm -f data/h200/fuzz_shard*.json
+      tail -n 3 "$OUT"/fuzz_shard*.log; tail -n 5 "$OUT/matrix.log"; tail -n 3 "$OUT/graph_tests.log" ;;
     proofs) python3 -m dsa_lab.proofs --out data/h200/key_order_exhaustive.json ;;
     matrix) cli verify --scale gpu --record data/h200 --no-progress ;;
     graph) python3 -m pytest -q -m gpu -k "graph or capture" -p no:cacheprovider tests/test_select_triton.py tests/test_producer.py ;;
