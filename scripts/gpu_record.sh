@@ -16,7 +16,8 @@ BUDGET_S=${BUDGET_S:-570}
 T0=$(date +%s)
 left() { echo $(( BUDGET_S - ($(date +%s) - T0) )); }
 box() { local b=$(( $(left) - $1 )); [ "$b" -lt 20 ] && b=20; echo "$b"; }  # seconds for a phase, keeping $1 for later ones
-mkdir -p "$OUT" data/h200
+LOGS=build/gpu_logs
+mkdir -p "$OUT" data/h200 "$LOGS"
 if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH="$PYTHONPATH:/tmp/site"
@@ -29,15 +30,15 @@ for ph in "$@"; do
       box_s=${CORRECT_S:-230}; shards=${FUZZ_SHARDS:-4}; per=$(( ${FUZZ:-100000} / shards ))
       for i in $(seq 1 "$shards"); do
         cli verify --scale gpu --no-matrix --fuzz "$per" --fuzz-max-seconds "$(( box_s - 25 ))" --seed "$(( 1000 + i ))" \
-          --record data/h200 --fuzz-name "fuzz_shard$i.json" --no-progress > "$OUT/fuzz_shard$i.log" 2>&1 &
+          --record data/h200 --fuzz-name "fuzz_shard$i.json" --no-progress > "$LOGS/fuzz_shard$i.log" 2>&1 &
       done
-      cli verify --scale gpu --record data/h200 --no-progress > "$OUT/matrix.log" 2>&1 &
+      cli verify --scale gpu --record data/h200 --no-progress > "$LOGS/matrix.log" 2>&1 &
       python3 -m pytest -q -m gpu -k "graph or capture" -p no:cacheprovider tests/test_select_triton.py tests/test_producer.py \
-        > "$OUT/graph_tests.log" 2>&1 &
+        > "$LOGS/graph_tests.log" 2>&1 &
       python3 -m dsa_lab.proofs --out data/h200/key_order_exhaustive.json
       wait
       python3 -m dsa_lab.verify merge data/h200/fuzz.json data/h200/fuzz_shard*.json && rm -f data/h200/fuzz_shard*.json
-      tail -n 3 "$OUT"/fuzz_shard*.log; tail -n 5 "$OUT/matrix.log"; tail -n 3 "$OUT/graph_tests.log" ;;
+      tail -n 3 "$LOGS"/fuzz_shard*.log; tail -n 5 "$LOGS/matrix.log"; tail -n 3 "$LOGS/graph_tests.log" ;;
     proofs) python3 -m dsa_lab.proofs --out data/h200/key_order_exhaustive.json ;;
     matrix) cli verify --scale gpu --record data/h200 --no-progress ;;
     graph) python3 -m pytest -q -m gpu -k "graph or capture" -p no:cacheprovider tests/test_select_triton.py tests/test_producer.py ;;
@@ -49,6 +50,6 @@ for ph in "$@"; do
     live) python3 scripts/live_widgets_check.py ;;
     *) echo "unknown phase $ph" ;;
   esac 2>&1 | tee -a "$OUT/log.txt"
-  tar czf "$OUT/data_h200.tgz" data/h200
+  tar czf "$OUT/data_h200.tgz" data/h200 "$LOGS"
 done
 echo "=== done ($(date -u +%T), $(left) s left)"
