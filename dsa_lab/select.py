@@ -113,7 +113,9 @@ def select_candidate_blocks(
     """Top-``topk_blocks`` candidate blocks per row: :func:`block_scores` then :func:`topk_select`.
 
     Args: as :func:`dsa_lab.block_scores`, plus ``topk_blocks`` (int ``>= 1``) and ``out``
-    (optional int32 ``[rows, topk_blocks]``).  The live block extent of row ``r`` is
+    (optional int32 ``[rows, topk_blocks]``).  ``impl`` also accepts ``"triton_unfused"``: bounded
+    Triton block scores written to memory, then the select kernel (``"triton"`` fuses the two where
+    that was measured to pay: logits are read once and no scores tensor exists).  The live block extent of row ``r`` is
     ``cdiv(min(end, width) - start, block_size)`` blocks, widened to include the pinned
     newest block; blocks past it are ``-inf`` and never selected.
 
@@ -123,11 +125,13 @@ def select_candidate_blocks(
     rows, width, bs, rr = _check_scores_args(logits, row_ends, row_starts, block_size, row_repeat)
     topk_blocks = _checks.positive_int(topk_blocks, "topk_blocks")
     _checks.out_tensor(out, (rows, topk_blocks), torch.int32, logits.device)
-    arm = _impl.resolve(impl, logits.device, SELECT_IMPLS)
-    if arm == "triton":
+    arm = _impl.resolve(impl, logits.device, SELECT_IMPLS + ("triton_unfused",))
+    if arm in ("triton", "triton_unfused"):
         from .select_triton import select_candidate_blocks_triton
 
-        return select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts, bs, rr, out)
+        # "triton": fused where it pays (the kernel module decides); "triton_unfused": scores then select
+        fused = None if arm == "triton" else False
+        return select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts, bs, rr, out, fused=fused)
     sc = block_scores(logits, row_ends, row_starts=row_starts, block_size=bs, row_repeat=rr, impl="torch")
     return topk_select(sc, topk_blocks, impl=arm, out=out)
 

@@ -156,19 +156,8 @@ def _has_module(name: str) -> bool:
 
 
 def unfused_available() -> bool:
-    """Does the package offer the unfused Triton composition as its own arm?"""
-    from . import select as _select
-
-    if "triton_unfused" in getattr(_select, "SELECT_IMPLS", ()):
-        return True
-    if not _has_module("select_triton"):
-        return False
-    import inspect
-
-    from . import select_triton
-
-    f = getattr(select_triton, "select_candidate_blocks_triton", None)
-    return f is not None and "fused" in inspect.signature(f).parameters
+    """The unfused Triton composition is an arm of its own (``impl="triton_unfused"``)."""
+    return True
 
 
 def triton_select_available() -> bool:
@@ -433,18 +422,9 @@ def full_arm_fn(arm: str, inp: dict, k: int, flags_fn):
             return ids, flags_fn(ids, width)
         return fn
     if arm == "triton_unfused":
-        from . import select as _select
-
-        if "triton_unfused" in getattr(_select, "SELECT_IMPLS", ()):
-            def fn():
-                ids = select_candidate_blocks(x, ends, k, block_size=BLOCK_SIZE, impl="triton_unfused", out=out)
-                return ids, flags_fn(ids, width)
-        else:
-            from .select_triton import select_candidate_blocks_triton
-
-            def fn():
-                ids = select_candidate_blocks_triton(x, ends, k, None, BLOCK_SIZE, 1, out, fused=False)
-                return ids, flags_fn(ids, width)
+        def fn():
+            ids = select_candidate_blocks(x, ends, k, block_size=BLOCK_SIZE, impl="triton_unfused", out=out)
+            return ids, flags_fn(ids, width)
         return fn
     raise ValueError(arm)
 

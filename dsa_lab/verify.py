@@ -72,6 +72,8 @@ def run_case(case: Case, arms, *, seed: int, device) -> list[dict]:
     ref = reference_ids(case, inp)
     rows = []
     for arm in arms:
+        if arm == "triton_unfused" and case.op != "blocks":
+            continue  # an arm of the candidate-block pipeline only
         t0 = time.perf_counter()
         try:
             got = run_arm(case, inp, arm)
@@ -91,7 +93,9 @@ def run_case(case: Case, arms, *, seed: int, device) -> list[dict]:
 
 
 def default_arms(device) -> tuple[str, ...]:
-    return ("triton", "torch") if _impl.triton_usable(torch.device(device)) else ("torch",)
+    if not _impl.triton_usable(torch.device(device)):
+        return ("torch",)
+    return ("triton", "triton_unfused", "torch")
 
 
 def run_matrix(*, scale: str, arms, seed: int, device, names=None, progress: bool = True) -> list[dict]:
@@ -184,6 +188,8 @@ def fuzz(n: int, *, arms, seed: int, device, max_width: int, max_rows: int, prog
         inp = make_inputs(c, seed=cs, device=device)
         ref = reference_ids(c, inp)
         for arm in arms:
+            if arm == "triton_unfused" and c.op != "blocks":
+                continue
             try:
                 bad = _bad_rows_device(run_arm(c, inp, arm), ref)
             except Exception:  # counted as a mismatch; run_case reports the error

@@ -1,0 +1,58 @@
+"""Triton candidate flags (contract: :mod:`dsa_lab.flags`).
+
+A zeroed ``uint8 [rows, nblocks + 1]`` (one memset), then one program per row sets
+``flags[r, b] = 1`` for every id ``b >= 0`` of ``candidates[r]``, or the sentinel slot
+``nblocks`` when the block's first column ``start + b * block_size`` is at or past the
+width.  ``row_starts`` is read on the device.  Duplicate ids write the same byte (benign).
+Arch: no warp-size-specific code; ROCm is unverified.
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+__all__ = ["candidate_flags_triton"]
+
+
+@triton.jit
+def _flags_kernel(c_ptr, c_stride, flags_ptr, start_ptr, k, width, nblocks,
+                  RR: tl.constexpr, BS: tl.constexpr, KT: tl.constexpr, HAS_START: tl.constexpr):
+    row = tl.program_id(0)
+    start = tl.zeros([], tl.int64)
+    if HAS_START:
+        start = tl.load(start_ptr + row // RR).to(tl.int64)
+    fbase = row.to(tl.int64) * (nblocks + 1)
+    one = tl.full([KT], 1, tl.uint8)
+    for j0 in range(0, k, KT):
+        j = j0 + tl.arange(0, KT)
+        c = tl.load(c_ptr + row.to(tl.int64) * c_stride + j, mask=j < k, other=-1).to(tl.int64)
+        valid = c >= 0
+        slot = tl.where(start + c * BS >= width, nblocks, c)
+        tl.store(flags_ptr + fbase + slot, one, mask=valid)
+
+
+def candidate_flags_triton(candidates, width, row_starts=None, block_size=8, row_repeat=1):
+    """Flags of selected blocks (arguments validated by :func:`dsa_lab.candidate_flags`).
+
+    Args:
+        candidates: int32/int64 ``[rows, k]`` (unit stride along k), ``-1`` or ids in ``[0, nblocks)``.
+        width: logits width; ``nblocks = cdiv(width, block_size)``.
+        row_starts: int ``[rows // row_repeat]`` device tensor or None (= 0).
+
+    Returns:
+        uint8 ``[rows, nblocks + 1]``, new, every slot written.
+    """
+    rows, k = candidates.shape
+    bs = int(block_size)
+    nblocks = -(-int(width) // bs)
+    flags = torch.zeros((rows, nblocks + 1), dtype=torch.uint8, device=candidates.device)
+    if rows == 0 or k == 0:
+        return flags
+    kt = max(2, min(1024, 1 << (k - 1).bit_length()))
+    _flags_kernel[(rows,)](
+        candidates, candidates.stride(0), flags, row_starts if row_starts is not None else candidates,
+        k, int(width), nblocks,
+        RR=int(row_repeat), BS=bs, KT=kt, HAS_START=row_starts is not None, num_warps=4,
+    )
+    return flags

@@ -1,0 +1,95 @@
+"""Triton block scores (contract: :mod:`dsa_lab.scores`).
+
+:func:`block_scores_triton` writes every slot of a new float32 ``[rows, nblocks]``:
+``-inf`` for blocks with no live column, the NaN-propagating max otherwise, ``+inf``
+for the row's newest block.  Bounds are read on the device (no host sync; a
+capture-safe single launch).
+
+* ``padded=False`` (default, bounded): logits outside ``[start, min(end, width))``
+  are never loaded; blocks past a row's extent are written as ``-inf`` without
+  reading anything.
+* ``padded=True``: the upstream-faithful "before" kernel (vLLM's
+  ``_block_scores_kernel`` shape): it loads every block's columns up to the padded
+  width and masks dead columns to ``-inf`` after the load, so its cost is set by
+  the padded width, not the live extent.  Same output.
+
+Arch: no warp-size-specific code; ROCm is unverified.
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+__all__ = ["block_scores_triton"]
+
+
+@triton.jit
+def _block_scores_kernel(
+    x_ptr, x_stride, out_ptr, end_ptr, start_ptr, width, nblocks,
+    RR: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, BJ: tl.constexpr,
+    HAS_START: tl.constexpr, PADDED: tl.constexpr,
+):
+    row = tl.program_id(0)
+    jb = tl.program_id(1)
+    g = row // RR
+    end = tl.maximum(tl.load(end_ptr + g).to(tl.int64), 0)
+    start = tl.zeros([], tl.int64)
+    if HAS_START:
+        start = tl.minimum(tl.maximum(tl.load(start_ptr + g).to(tl.int64), 0), end)
+    lend = tl.minimum(end, width)
+    j = jb * BJ + tl.arange(0, BJ)
+    t = tl.arange(0, BSP)
+    c = start + j[:, None].to(tl.int64) * BS + t[None, :]
+    lane = (t[None, :] < BS) & (j[:, None] < nblocks)
+    live = lane & (c < lend)
+    row_off = row.to(tl.int64) * x_stride
+    if PADDED:
+        # upstream: read the whole padded width, mask after the load
+        x = tl.load(x_ptr + row_off + c, mask=lane & (c < width), other=float("-inf"))
+        x = tl.where(live, x, float("-inf"))
+    else:
+        # bounded: a block program past the live extent loads nothing (all lanes masked)
+        x = tl.load(x_ptr + row_off + c, mask=live, other=float("-inf"))
+    isn = x != x
+    has_nan = tl.max(isn.to(tl.int32), axis=1) > 0
+    s = tl.max(tl.where(isn, float("-inf"), x), axis=1)
+    s = tl.where(has_nan, float("nan"), s)
+    newest = tl.where(end > start, (end - start - 1) // BS, -1)
+    s = tl.where(j.to(tl.int64) == newest, float("inf"), s)
+    tl.store(out_ptr + row.to(tl.int64) * nblocks + j, s, mask=j < nblocks)
+
+
+def _np2(x: int) -> int:
+    return 1 if x <= 1 else 1 << (int(x) - 1).bit_length()
+
+
+def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_repeat=1, padded=False):
+    """Block scores of ``logits`` (arguments validated by :func:`dsa_lab.block_scores`).
+
+    Args:
+        logits: float32 ``[rows, width]``, unit stride along the width.
+        row_ends, row_starts: int32/int64 ``[rows // row_repeat]`` device tensors (starts may be
+            None = 0); read on the device; ends past the width are clamped; a start past its end is
+            clamped to the end (only possible inside a capture, where the host check is skipped).
+        block_size, row_repeat: ints >= 1.
+        padded: False = bounded kernel (default); True = upstream-style full-width scan.
+
+    Returns:
+        float32 ``[rows, cdiv(width, block_size)]``, new; every slot written.
+    """
+    rows, width = logits.shape
+    bs = int(block_size)
+    nblocks = -(-width // bs)
+    out = torch.empty((rows, nblocks), dtype=torch.float32, device=logits.device)
+    if rows == 0 or nblocks == 0:
+        return out
+    bsp = _np2(bs)
+    bj = max(1, min(_np2(nblocks), 4096 // bsp))
+    _block_scores_kernel[(rows, triton.cdiv(nblocks, bj))](
+        logits, logits.stride(0), out, row_ends, row_starts if row_starts is not None else row_ends,
+        width, nblocks,
+        RR=int(row_repeat), BS=bs, BSP=bsp, BJ=bj, HAS_START=row_starts is not None, PADDED=bool(padded),
+        num_warps=4,
+    )
+    return out

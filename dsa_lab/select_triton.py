@@ -1,0 +1,647 @@
+"""Triton arm of top-k selection and of the candidate-block pipeline (DESIGN §2).
+
+One launch per call.  Grid ``(rows, P)``: ``P`` programs share one row, ``P`` chosen on the host from
+shapes (rows, width, k) and the device's SM count only (:func:`dsa_lab._impl.facts_for`), never from
+values.  Every value-dependent quantity — each row's live extent, the split of the row among the P
+programs, which programs are active — is read or derived on the device, so a call captures in a CUDA
+graph and a replay with other lengths is exact.  Columns at or past a row's live extent are never
+loaded.  Each column is packed with its score into one int64 key (:mod:`dsa_lab.keys_triton`; masked
+lanes get ``PAD_KEY``), so one top-k yields scores and ids together and ties need no special case.
+
+Two algorithms (``config={"algo": ...}``):
+
+* ``"hier"`` (v2, default) — exact top-k by nested group maxima, :func:`_hier_kernel`.  Columns form
+  aligned level-1 groups of ``G1`` and super groups of ``S = G1*G2``.  The top-KP keys lie in the
+  top-KP level-1 groups ranked by their best key (a group holding one of them has a best key at or
+  above the KP-th key, and at most KP groups do), and those lie in the top-KP super groups.  So:
+  (A) the row is streamed once, by up to ``P`` programs, each writing one best key per super group to
+  a workspace; (B) top-KP super groups; (C) their level-1 maxima, top-KP of those; (D) top-KP of
+  those groups' columns.  B-D are three bitonic ``tl.topk`` over ``KP * 8`` keys for k <= 64, whatever
+  the live extent is, and re-read at most ``KP * S`` columns; the work does not depend on the values.
+  Rows with a live extent of at most ``DT`` columns take one direct ``tl.topk`` instead.  With several
+  programs per row, the last to arrive (acq_rel counter per row, reset by it) runs B-D.
+* ``"fold"`` (v1) — every program keeps a sorted running top-KP over its tiles (``tl.topk`` of a
+  tile, then ``sort(max(top, flip(tile_top)))``), and the last program merges the per-program lists:
+  a lower bound of the k-th key filters them, a prefix sum compacts the survivors into a CAP-slot
+  scratch, one ``tl.topk`` finishes (or, past CAP survivors, every list is folded in turn).  Its
+  bitonic work grows with the live extent; kept for A/B timing (``notes/select_kernel.md``).
+
+``tl.topk`` is always given at least ``KP = next_pow2(k)`` (>= 2) keys: with fewer it returned wrong
+results on the GPU (DESIGN §6).
+
+Fused mode (``FUSED``): the "score" of block ``j`` is formed on the fly from the logits
+(NaN-propagating max over the block's live columns ``[start, min(end, width))``, newest block pinned
+to ``+inf``), so logits are read once and no scores tensor exists: stage A also keeps every level-1
+group's best key (8 bytes per ``G1`` blocks, ~3% of the logits read at block_size 8), so stage C reads
+those instead of logits, and only stage D re-reads ``KP * G1`` blocks (4096 logits at k = 64).
+
+Arch notes: warp size and SM count come from the device; the kernels use no warp-size-specific code.
+NVIDIA (H200, triton 3.6) is the measured target; ROCm/MI355X is **unverified** (in particular the
+last-arriver pattern: acq_rel atomics, ``.cg`` loads, ``tl.debug_barrier``).
+
+Concurrency note: the per-row arrival counters are one buffer per device; two calls running
+*concurrently on different streams* would share them.  Calls in one stream (or one graph) are safe.
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from . import _checks, _impl
+from .keys import PAD_KEY
+from .keys_triton import tl_is_candidate, tl_key_index, tl_ordered_hi, tl_pack_key
+
+__all__ = ["topk_select_triton", "select_candidate_blocks_triton", "plan"]
+
+_PAD = tl.constexpr(PAD_KEY)
+_I64_MAX = tl.constexpr(2**63 - 1)
+
+
+# ---------------------------------------------------------------------------
+# device helpers
+# ---------------------------------------------------------------------------
+
+
+@triton.jit
+def _row_extent(row, len_ptr, start_ptr, n, width, LEN_MODE: tl.constexpr, HAS_START: tl.constexpr,
+                RR: tl.constexpr, BS: tl.constexpr):
+    """(L, start, end) of a row, read on the device.
+
+    LEN_MODE 0: L = n.  1: L = clamp(lengths[g], 0, n).  2: block extent from
+    ends (len_ptr) and starts: max(cdiv(min(end, width) - start, BS), newest + 1),
+    clamped to n (= nblocks).
+    """
+    g = row // RR
+    start = tl.zeros([], tl.int64)
+    end = tl.zeros([], tl.int64)
+    if LEN_MODE == 0:
+        L = tl.zeros([], tl.int64) + n
+    elif LEN_MODE == 1:
+        L = tl.load(len_ptr + g).to(tl.int64)
+        L = tl.minimum(tl.maximum(L, 0), n)
+    else:
+        end = tl.maximum(tl.load(len_ptr + g).to(tl.int64), 0)
+        if HAS_START:
+            start = tl.load(start_ptr + g).to(tl.int64)
+            start = tl.minimum(tl.maximum(start, 0), end)  # clamp invalid bounds (no host check in a capture)
+        lend = tl.minimum(end, width)
+        nb_live = (tl.maximum(lend - start, 0) + BS - 1) // BS
+        newest1 = tl.where(end > start, (end - start - 1) // BS + 1, 0)
+        L = tl.minimum(tl.maximum(nb_live, newest1), n)
+    return L, start, end
+
+
+@triton.jit
+def _tile_keys(src_ptr, row_off, cols, lim, start, end, width,
+               FUSED: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr):
+    """Packed keys of columns ``cols`` (PAD_KEY where ``cols >= lim``).
+
+    Not fused: scores at ``cols``.  Fused: ``cols`` are block ids; each block's
+    score is formed from its live logits (never loading columns outside
+    ``[start, min(end, width))``), NaN-propagating, newest block pinned to +inf.
+    """
+    m = cols < lim
+    if FUSED:
+        t = tl.arange(0, BSP)
+        c = start + cols[:, None].to(tl.int64) * BS + t[None, :]
+        live = m[:, None] & (t[None, :] < BS) & (c < tl.minimum(end, width))
+        x = tl.load(src_ptr + row_off + c, mask=live, other=float("-inf"))
+        isn = x != x
+        has_nan = tl.max(isn.to(tl.int32), axis=1) > 0
+        s = tl.max(tl.where(isn, float("-inf"), x), axis=1)
+        s = tl.where(has_nan, float("nan"), s)
+        newest = tl.where(end > start, (end - start - 1) // BS, -1)
+        s = tl.where(cols.to(tl.int64) == newest, float("inf"), s)
+    else:
+        s = tl.load(src_ptr + row_off + cols, mask=m, other=0.0)
+    return tl.where(m, tl_pack_key(s, cols), _PAD)
+
+
+@triton.jit
+def _sorted_top(keys, KP: tl.constexpr, TILE: tl.constexpr):
+    """Top-KP of a TILE-wide key tile, sorted descending (TILE >= KP >= 2)."""
+    if TILE > KP:
+        return tl.topk(keys, KP)
+    else:
+        return tl.sort(keys, descending=True)
+
+
+@triton.jit
+def _fold(top, new):
+    """Top-KP of the union of two sorted-descending KP lists, sorted descending."""
+    return tl.sort(tl.maximum(top, tl.flip(new, 0)), descending=True)
+
+
+@triton.jit
+def _write_out(out_ptr, row, top, k, KP: tl.constexpr):
+    """Slots j < k: the j-th ranked key's column if it is a candidate, else -1."""
+    j = tl.arange(0, KP)
+    ids = tl.where(tl_is_candidate(top), tl_key_index(top), -1).to(tl.int32)
+    tl.store(out_ptr + row.to(tl.int64) * k + j, ids, mask=j < k)
+
+
+@triton.jit
+def _fold_kernel(
+    src_ptr, src_stride, len_ptr, start_ptr, out_ptr,
+    ws_ptr, kth_ptr, cnt_ptr, scr_ptr,
+    n, width, k,
+    P: tl.constexpr, PP: tl.constexpr, RR: tl.constexpr,
+    KP: tl.constexpr, TILE: tl.constexpr, M: tl.constexpr, CAP: tl.constexpr, G: tl.constexpr,
+    LEN_MODE: tl.constexpr, HAS_START: tl.constexpr, FUSED: tl.constexpr,
+    BS: tl.constexpr, BSP: tl.constexpr,
+):
+    row = tl.program_id(0)
+    p = tl.program_id(1)
+    L, start, end = _row_extent(row, len_ptr, start_ptr, n, width, LEN_MODE, HAS_START, RR, BS)
+    # split derived on the device from this row's live extent
+    chunk = ((L + P - 1) // P + TILE - 1) // TILE * TILE
+    chunk = tl.maximum(chunk, TILE)
+    n_act = tl.maximum((L + chunk - 1) // chunk, 1)
+    if p < n_act:
+        row_off = row.to(tl.int64) * src_stride
+        lo = p * chunk
+        hi = tl.minimum(lo + chunk, L)
+        lane = tl.arange(0, TILE)
+        top = _sorted_top(_tile_keys(src_ptr, row_off, lo + lane, hi, start, end, width, FUSED, BS, BSP),
+                          KP, TILE)
+        for t0 in range(lo + TILE, hi, TILE):
+            keys = _tile_keys(src_ptr, row_off, t0 + lane, hi, start, end, width, FUSED, BS, BSP)
+            top = _fold(top, _sorted_top(keys, KP, TILE))
+        if P == 1:
+            _write_out(out_ptr, row, top, k, KP)
+        else:
+            if n_act == 1:
+                _write_out(out_ptr, row, top, k, KP)
+            else:
+                jk = tl.arange(0, KP)
+                kth = tl.min(tl.where(jk < k, top, _I64_MAX))
+                base = (row.to(tl.int64) * P + p) * KP
+                tl.store(ws_ptr + base + jk, top)
+                tl.store(kth_ptr + row.to(tl.int64) * P + p, kth)
+                tl.debug_barrier()  # every lane's stores precede the release below
+                old = tl.atomic_add(cnt_ptr + row, 1, sem="acq_rel")
+                if old == n_act - 1:
+                    _merge(out_ptr, ws_ptr, kth_ptr, cnt_ptr, scr_ptr, row, n_act, k,
+                           P, PP, KP, M, CAP, G)
+
+
+@triton.jit
+def _merge(out_ptr, ws_ptr, kth_ptr, cnt_ptr, scr_ptr, row, n_act, k,
+           P: tl.constexpr, PP: tl.constexpr, KP: tl.constexpr, M: tl.constexpr,
+           CAP: tl.constexpr, G: tl.constexpr):
+    """Merge the n_act sorted lists of one row (run by the last program to arrive)."""
+    tl.debug_barrier()
+    rbase = row.to(tl.int64) * P
+    pp = tl.arange(0, PP)
+    # T1: max of per-list k-th keys (each list has k keys >= its k-th, so T1 <= G)
+    kths = tl.load(kth_ptr + rbase + pp, mask=pp < n_act, other=_PAD, cache_modifier=".cg")
+    t1 = tl.max(kths)
+    # T2: k-th key of the union of every list's first M keys (a subset of the union, so T2 <= G)
+    jm = tl.arange(0, M)
+    heads = tl.load(ws_ptr + (rbase + pp[:, None]) * KP + jm[None, :], mask=(pp[:, None] < n_act),
+                    other=_PAD, cache_modifier=".cg")
+    htop = tl.topk(tl.reshape(heads, [PP * M]), KP)
+    jk = tl.arange(0, KP)
+    t2 = tl.min(tl.where(jk < k, htop, _I64_MAX))
+    thr = tl.maximum(t1, t2)
+    # compact the keys >= thr (a superset of the top-k) into the row's scratch
+    jg = tl.arange(0, G)
+    sbase = row.to(tl.int64) * CAP
+    cnt = tl.zeros([], tl.int32)
+    for g0 in range(0, n_act, G):
+        lst = g0 + jg
+        kk = tl.load(ws_ptr + (rbase + lst[:, None]) * KP + jk[None, :], mask=(lst[:, None] < n_act),
+                     other=_PAD, cache_modifier=".cg")
+        kk = tl.reshape(kk, [G * KP])
+        keep = (kk >= thr) & (kk != _PAD)
+        pos = cnt + tl.cumsum(keep.to(tl.int32), 0) - 1
+        tl.store(scr_ptr + sbase + pos, kk, mask=keep & (pos < CAP))
+        cnt += tl.sum(keep.to(tl.int32))
+    tl.debug_barrier()
+    if cnt <= CAP:
+        jc = tl.arange(0, CAP)
+        x = tl.load(scr_ptr + sbase + jc, mask=jc < cnt, other=_PAD, cache_modifier=".cg")
+        if CAP > KP:
+            top = tl.topk(x, KP)
+        else:
+            top = tl.sort(x, descending=True)
+    else:  # adversarial layout: fold every list (exact, slower)
+        top = tl.load(ws_ptr + rbase * KP + jk, cache_modifier=".cg")
+        for q in range(1, n_act):
+            lst = tl.load(ws_ptr + (rbase + q) * KP + jk, cache_modifier=".cg")
+            top = _fold(top, lst)
+    _write_out(out_ptr, row, top, k, KP)
+    tl.store(cnt_ptr + row, 0)  # reset for the next call / graph replay
+
+
+# ---------------------------------------------------------------------------
+# v2: hierarchical group-max selection ("hier", the default)
+# ---------------------------------------------------------------------------
+
+
+@triton.jit
+def _scores2d(src_ptr, row_off, cols, valid, start, end, width,
+              FUSED: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr):
+    """Scores of a 2-D tile of columns (fused: block ids, scores formed from the logits).
+
+    Lanes where ``~valid`` load nothing; their values are meaningless (callers mask them)."""
+    if FUSED:
+        t = tl.arange(0, BSP)
+        c = start + cols[:, :, None].to(tl.int64) * BS + t[None, None, :]
+        live = valid[:, :, None] & (t[None, None, :] < BS) & (c < tl.minimum(end, width))
+        x = tl.load(src_ptr + row_off + c, mask=live, other=float("-inf"))
+        isn = x != x
+        has_nan = tl.max(isn.to(tl.int32), axis=2) > 0
+        sc = tl.max(tl.where(isn, float("-inf"), x), axis=2)
+        sc = tl.where(has_nan, float("nan"), sc)
+        newest = tl.where(end > start, (end - start - 1) // BS, -1)
+        sc = tl.where(cols.to(tl.int64) == newest, float("inf"), sc)
+    else:
+        sc = tl.load(src_ptr + row_off + cols, mask=valid, other=0.0)
+    return sc
+
+
+@triton.jit
+def _keys2d(src_ptr, row_off, cols, valid, start, end, width,
+            FUSED: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr):
+    """Packed keys of a 2-D tile of columns (fused: block ids); PAD_KEY where ``~valid``."""
+    sc = _scores2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
+    return tl.where(valid, tl_pack_key(sc, cols), _PAD)
+
+
+@triton.jit
+def _best_per_row(sc, cols, valid):
+    """Best key of each row of a 2-D tile = max(tl_pack_key) along axis 1, computed in 32-bit:
+    the largest ordered high word, then the smallest column holding it (PAD_KEY for an all-masked
+    row; no float has the high word -2**31, so it cannot collide with a real key)."""
+    h = tl.where(valid, tl_ordered_hi(sc), -2147483648)
+    hm = tl.max(h, axis=1)
+    idx = tl.min(tl.where(h == hm[:, None], cols, 2147483647), axis=1)
+    key = (hm.to(tl.int64) << 32) | (0xFFFFFFFF - idx.to(tl.int64))
+    return tl.where(hm == -2147483648, _PAD, key)
+
+
+@triton.jit
+def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, row, L, nsg, start, end, width, k,
+                 WROW: tl.constexpr, NSG: tl.constexpr, KP: tl.constexpr, G1: tl.constexpr, G2: tl.constexpr,
+                 SB: tl.constexpr, KC: tl.constexpr,
+                 FUSED: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr):
+    """Stages B-D for one row whose super-group maxima are in the workspace."""
+    S: tl.constexpr = G1 * G2
+    wbase = row.to(tl.int64) * WROW
+    ids_base = wbase + NSG
+    l1_base = ids_base + KP
+    l1all_base = l1_base + KP * G2  # fused: every level-1 group's best key, written by stage A
+    # B: top-KP super groups by their best key
+    jk = tl.arange(0, KP)
+    if nsg <= KP:  # short rows: every super group is chosen, no top-k needed (C ignores order)
+        top = tl.load(ws_ptr + wbase + jk, mask=jk < nsg, other=_PAD, cache_modifier=".cg")
+    else:
+        jb = tl.arange(0, SB)
+        x = tl.load(ws_ptr + wbase + jb, mask=jb < nsg, other=_PAD, cache_modifier=".cg")
+        top = _sorted_top(x, KP, SB)
+        if NSG > SB:  # wide rows only (compiled out when one tile holds every super group)
+            for s0 in range(SB, nsg, SB):
+                x = tl.load(ws_ptr + wbase + s0 + jb, mask=s0 + jb < nsg, other=_PAD, cache_modifier=".cg")
+                top = _fold(top, _sorted_top(x, KP, SB))
+    sg = tl.where(top != _PAD, tl_key_index(top) // S, -1)
+    js = tl.arange(0, S)
+    # C: level-1 maxima (G1 columns each) inside the chosen super groups
+    if FUSED:  # stage A stored every level-1 best key: gather KP*G2 of them, no logits re-read
+        j2 = tl.arange(0, G2)
+        l1 = tl.load(ws_ptr + l1all_base + sg[:, None] * G2 + j2[None, :], mask=sg[:, None] >= 0,
+                     other=_PAD, cache_modifier=".cg")
+        l1 = tl.reshape(l1, [KP * G2])
+    elif KC == KP:  # the whole [KP, S] tile fits: stay in registers
+        cols = sg[:, None] * S + js[None, :]
+        valid = (sg[:, None] >= 0) & (cols < L)
+        kk = _keys2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
+        l1 = tl.max(tl.reshape(kk, [KP * G2, G1]), axis=1)
+    else:  # wide tiles (large KP): KC super groups at a time, through the row's scratch
+        tl.store(ws_ptr + ids_base + jk, sg)
+        tl.debug_barrier()
+        jc = tl.arange(0, KC)
+        jl = tl.arange(0, KC * G2)
+        for c0 in range(0, KP, KC):
+            g = tl.load(ws_ptr + ids_base + c0 + jc, cache_modifier=".cg")
+            cols = g[:, None] * S + js[None, :]
+            valid = (g[:, None] >= 0) & (cols < L)
+            kk = _keys2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
+            m1 = tl.max(tl.reshape(kk, [KC * G2, G1]), axis=1)
+            tl.store(ws_ptr + l1_base + c0 * G2 + jl, m1)
+        tl.debug_barrier()
+        l1 = tl.load(ws_ptr + l1_base + tl.arange(0, KP * G2), cache_modifier=".cg")
+    t1 = tl.topk(l1, KP)
+    g1 = tl.where(t1 != _PAD, tl_key_index(t1) // G1, -1)
+    # D: the chosen level-1 groups' columns
+    jg = tl.arange(0, G1)
+    cols = g1[:, None] * G1 + jg[None, :]
+    valid = (g1[:, None] >= 0) & (cols < L)
+    kk = _keys2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
+    if G1 > 1:
+        top = tl.topk(tl.reshape(kk, [KP * G1]), KP)
+    else:
+        top = tl.sort(tl.reshape(kk, [KP]), descending=True)
+    _write_out(out_ptr, row, top, k, KP)
+
+
+@triton.jit
+def _hier_kernel(
+    src_ptr, src_stride, len_ptr, start_ptr, out_ptr, ws_ptr, cnt_ptr,
+    n, width, k, P,
+    MULTI: tl.constexpr, RR: tl.constexpr, KP: tl.constexpr, G1: tl.constexpr, G2: tl.constexpr,
+    NSG: tl.constexpr, NT: tl.constexpr, SB: tl.constexpr, KC: tl.constexpr, DT: tl.constexpr,
+    MIN_SG: tl.constexpr, WROW: tl.constexpr,
+    LEN_MODE: tl.constexpr, HAS_START: tl.constexpr, FUSED: tl.constexpr,
+    BS: tl.constexpr, BSP: tl.constexpr,
+):
+    """Exact top-k by nested group maxima.
+
+    Columns form level-1 groups of G1 and super groups of S = G1*G2 (aligned).  The top-KP
+    keys lie in the top-KP level-1 groups ranked by their best key (a group holding one of
+    them has a best key at least the KP-th key, and at most KP groups do), which lie in the
+    top-KP super groups.  So: A) stream the row once, storing each super group's best key
+    (fused: and each level-1 group's); B) top-KP super groups (skipped when there are at most KP);
+    C) their level-1 maxima, top-KP of those; D) top-KP of those groups' columns.  B-D are three
+    bitonic top-k of a few hundred keys whatever L is; they re-read at most KP*S columns (fused:
+    KP*G1 blocks).  Rows with L <= DT take one direct top-k instead.
+    ``P`` (programs per row) is a runtime argument so the many row counts of a sweep share one
+    compiled kernel; ``MULTI = P > 1`` compiles the counter/merge code in or out.
+    """
+    S: tl.constexpr = G1 * G2
+    row = tl.program_id(0)
+    p = tl.program_id(1)
+    L, start, end = _row_extent(row, len_ptr, start_ptr, n, width, LEN_MODE, HAS_START, RR, BS)
+    row_off = row.to(tl.int64) * src_stride
+    if L <= DT:
+        if p == 0:
+            jd = tl.arange(0, DT)
+            cols = jd[:, None]
+            kk = _keys2d(src_ptr, row_off, cols, cols < L, start, end, width, FUSED, BS, BSP)
+            _write_out(out_ptr, row, _sorted_top(tl.reshape(kk, [DT]), KP, DT), k, KP)
+    else:
+        nsg = (L + S - 1) // S
+        chunk = tl.maximum((nsg + P - 1) // P, MIN_SG)  # split derived on the device from L
+        n_act = (nsg + chunk - 1) // chunk
+        if p < n_act:
+            wbase = row.to(tl.int64) * WROW
+            lo = p * chunk
+            hi = tl.minimum(lo + chunk, nsg)
+            jt = tl.arange(0, NT)
+            js = tl.arange(0, S)
+            # A: stream the chunk once; one best key per super group
+            for s0 in range(lo, hi, NT):
+                sg = s0 + jt
+                cols = sg[:, None] * S + js[None, :]
+                valid = (sg[:, None] < hi) & (cols < L)
+                sc = _scores2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
+                if FUSED:
+                    # keep every level-1 group's best key too (8 bytes per G1 blocks, ~3% of the
+                    # logits read at bs 8), so stage C need not re-read logits
+                    l1k = _best_per_row(tl.reshape(sc, [NT * G2, G1]), tl.reshape(cols, [NT * G2, G1]),
+                                        tl.reshape(valid, [NT * G2, G1]))
+                    jl = s0 * G2 + tl.arange(0, NT * G2)
+                    tl.store(ws_ptr + wbase + NSG + KP + KP * G2 + jl, l1k, mask=jl < hi * G2)
+                    best = tl.max(tl.reshape(l1k, [NT, G2]), axis=1)
+                else:
+                    best = _best_per_row(sc, cols, valid)
+                tl.store(ws_ptr + wbase + sg, best, mask=sg < hi)
+            tl.debug_barrier()
+            if not MULTI:  # one program per row: no counter, no merge (compiled away)
+                _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, row, L, nsg, start, end, width, k,
+                             WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP)
+            else:
+                if n_act == 1:
+                    _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, row, L, nsg, start, end, width, k,
+                                 WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP)
+                else:
+                    old = tl.atomic_add(cnt_ptr + row, 1, sem="acq_rel")
+                    if old == n_act - 1:
+                        tl.debug_barrier()
+                        _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, row, L, nsg, start, end, width, k,
+                                     WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP)
+                        tl.store(cnt_ptr + row, 0)  # reset for the next call / graph replay
+
+
+# ---------------------------------------------------------------------------
+# host side
+# ---------------------------------------------------------------------------
+
+
+def _np2(x: int) -> int:
+    return 1 if x <= 1 else 1 << (int(x) - 1).bit_length()
+
+
+_COUNTERS: dict = {}
+_KEEP_ALIVE: list = []  # old counter buffers stay alive: a captured graph may still point at them
+
+
+def _counters(device: torch.device, rows: int) -> torch.Tensor:
+    """Per-row arrival counters (int32 zeros; the merging program resets its row to 0)."""
+    key = (device.type, device.index)
+    buf = _COUNTERS.get(key)
+    if buf is None or buf.numel() < rows:
+        if _checks.capturing():
+            # allocating inside a capture: a graph-private buffer, its memset captured with it
+            return torch.zeros(rows, dtype=torch.int32, device=device)
+        if buf is not None:
+            _KEEP_ALIVE.append(buf)
+        buf = torch.zeros(max(rows, 1024), dtype=torch.int32, device=device)
+        _COUNTERS[key] = buf
+    return buf
+
+
+def plan_fold(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, block_size: int = 1,
+              tile: int | None = None, programs: int | None = None, cap: int | None = None) -> dict:
+    """v1 ("fold") launch configuration, from shapes and device facts only (never from values).
+
+    ``n``: columns (scores) or blocks (fused).  ``tile``/``programs``/``cap`` override the
+    choice (tests use them to force the split/merge and fallback paths at small sizes).
+    """
+    KP = max(2, _np2(k))
+    sm = int(facts["sm_count"])
+    if programs is None:
+        # enough programs to fill the device about twice, never more than the tiles of a row
+        P = max(1, (2 * sm) // max(rows, 1))
+    else:
+        P = max(1, int(programs))
+    if tile is None:
+        base = 256 if P > 1 else 512
+        if fused:
+            base = min(base, max(8, 4096 // _np2(block_size)))
+        tile = max(KP, min(base, _np2(n)))
+    TILE = max(KP, _np2(tile))
+    P = max(1, min(P, -(-n // TILE)))
+    P = max(1, min(P, max(1, 16384 // KP)))  # bound the merge input: P lists of KP keys
+    PP = _np2(P)
+    M = min(KP, max(2, _np2(-(-2 * KP // PP))))
+    while PP * M < KP:
+        M *= 2
+    CAP = min(PP * KP, max(2 * KP, 256))
+    if cap is not None:
+        CAP = max(KP, _np2(cap))
+    G = max(1, min(PP, 4096 // KP))
+    nw = 4 if TILE * (block_size if fused else 1) <= 2048 and KP <= 256 else 8
+    return dict(algo="fold", P=P, PP=PP, KP=KP, TILE=TILE, M=M, CAP=CAP, G=G, num_warps=nw)
+
+
+def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, block_size: int = 1,
+              programs: int | None = None, direct: int | None = None, group: int | None = None,
+              num_warps: int | None = None) -> dict:
+    """v2 ("hier") launch configuration, from shapes and device facts only.
+
+    G1 = G2 = group size (8 for k <= 64: the three bitonic stages then see 512 keys each);
+    P programs per row stream stage A, at least MIN_SG super groups (>= 1024 columns) each;
+    rows whose live extent is at most DT use one direct top-k.  ``programs``/``direct``/``group``
+    override (tests use them to reach every path at interpreter sizes).
+    """
+    KP = max(2, _np2(k))
+    bsp = _np2(block_size) if fused else 1
+    if group is None:
+        group = 8 if KP <= 64 else (4 if KP <= 128 else 2)
+    G1 = G2 = max(1, _np2(group))
+    if G1 * G2 < 2:
+        G2 = 2
+    S = G1 * G2
+    NSG = -(-n // S)
+    sm = int(facts["sm_count"])
+    MIN_SG = max(1, 1024 // S)
+    if programs is None:
+        P = max(1, (2 * sm) // max(rows, 1))
+        P = max(1, min(P, -(-NSG // MIN_SG)))
+    else:
+        P = max(1, int(programs))
+        MIN_SG = 1
+    NT = max(1, _np2(max(1, (4096 if fused else 2048) // (S * bsp))))  # stage-A tile: 8-16 KB of loads
+    SB = max(KP, min(_np2(NSG), max(1024, 4 * KP)))  # stage B in one tile where it fits
+    KC = max(1, min(KP, _np2(max(1, 4096 // (S * bsp)))))
+    if direct is None:
+        # measured on the H200 (640 rows, k=64): a direct tl.topk over 1024 keys cost 2.4x one over
+        # 512 (17.7 vs 8.0 µs), about what the three 512-key B-D stages cost; so rows longer than
+        # 512 go through the hierarchy.  The fused tile holds DT * bs logits in registers.
+        direct = 512 if not fused else min(512, 4096 // bsp)
+        direct = max(KP, direct)
+        if facts.get("name") == "triton-interpreter":
+            # CPU sizes are small: keep the direct path for tiny rows only, so the interpreter
+            # lane exercises the hierarchical stages and the multi-program merge too
+            direct = max(KP, 128)
+    DT = max(KP, _np2(direct))
+    nw = num_warps or (4 if KP <= 128 else (8 if KP <= 512 else 16))
+    return dict(algo="hier", P=P, KP=KP, G1=G1, G2=G2, NSG=NSG, NT=NT, SB=SB, KC=KC, DT=DT,
+                MIN_SG=MIN_SG, num_warps=nw)
+
+
+def plan(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, block_size: int = 1,
+         algo: str = "hier", **over) -> dict:
+    """Launch configuration (``algo="hier"``, the default, or ``"fold"``, v1)."""
+    if algo == "hier":
+        return plan_hier(rows, n, k, facts, fused=fused, block_size=block_size, **over)
+    if algo == "fold":
+        return plan_fold(rows, n, k, facts, fused=fused, block_size=block_size, **over)
+    raise ValueError(f"algo must be 'hier' or 'fold', got {algo!r}")
+
+
+def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs, config):
+    facts = _impl.facts_for(src)
+    cfg = plan(rows, n, k, facts, fused=fused, block_size=bs, **(config or {}))
+    dev = src.device
+    if out is None:
+        out = torch.empty((rows, k), dtype=torch.int32, device=dev)
+    if rows == 0:
+        return out
+    dummy = out
+    lens = len_t if len_t is not None else dummy
+    starts = start_t if start_t is not None else dummy
+    stride = src.stride(0)
+    P, KP = cfg["P"], cfg["KP"]
+    if cfg["algo"] == "hier":
+        wrow = cfg["NSG"] + KP + KP * cfg["G2"] + (cfg["NSG"] * cfg["G2"] if fused else 0)
+        ws = torch.empty((rows * wrow,), dtype=torch.int64, device=dev)
+        cnt = _counters(dev, rows) if P > 1 else dummy
+        _hier_kernel[(rows, P)](
+            src, stride, lens, starts, out, ws, cnt, n, width, k, P,
+            MULTI=P > 1, RR=rr, KP=KP, G1=cfg["G1"], G2=cfg["G2"], NSG=cfg["NSG"], NT=cfg["NT"], SB=cfg["SB"],
+            KC=cfg["KC"], DT=cfg["DT"], MIN_SG=cfg["MIN_SG"], WROW=wrow,
+            LEN_MODE=len_mode, HAS_START=start_t is not None, FUSED=fused, BS=bs, BSP=_np2(bs),
+            num_warps=cfg["num_warps"],
+        )
+        return out
+    CAP = cfg["CAP"]
+    if P > 1:
+        ws = torch.empty((rows * P * KP,), dtype=torch.int64, device=dev)
+        kth = torch.empty((rows * P,), dtype=torch.int64, device=dev)
+        scr = torch.empty((rows * CAP,), dtype=torch.int64, device=dev)
+        cnt = _counters(dev, rows)
+    else:
+        ws = kth = scr = cnt = out  # never touched: P == 1 compiles the merge away
+    _fold_kernel[(rows, P)](
+        src, stride, lens, starts, out, ws, kth, cnt, scr, n, width, k,
+        P=P, PP=cfg["PP"], RR=rr, KP=KP, TILE=cfg["TILE"], M=cfg["M"], CAP=CAP, G=cfg["G"],
+        LEN_MODE=len_mode, HAS_START=start_t is not None, FUSED=fused, BS=bs, BSP=_np2(bs),
+        num_warps=cfg["num_warps"],
+    )
+    return out
+
+
+def topk_select_triton(scores, k, lengths=None, row_repeat=1, out=None, *, config=None):
+    """Triton arm of :func:`dsa_lab.topk_select` (arguments already validated there).
+
+    Args:
+        scores: float32 ``[rows, n]``, unit stride along ``n``.
+        k: int ``>= 1`` (any value: not a power of two, above ``n`` or above the live length).
+        lengths: int32/int64 ``[rows // row_repeat]`` on the device, or None (= n); read on the
+            device only (no host sync); values are clamped to ``[0, n]``.
+        row_repeat: rows per length.
+        out: optional contiguous int32 ``[rows, k]``.
+        config: optional ``plan()`` overrides (``algo``: ``"hier"`` default or ``"fold"``; sizes), for
+            tests and A/B timing.
+
+    Returns:
+        int32 ``[rows, k]``: every slot written; selected column ids (in rank order), ``-1`` tail.
+        Columns at or past a row's length are never loaded.
+    """
+    rows, n = scores.shape
+    if n == 0:
+        res = out if out is not None else torch.empty((rows, k), dtype=torch.int32, device=scores.device)
+        res.fill_(-1)
+        return res
+    return _launch(scores, lengths, None, out, rows, n, n, k, row_repeat,
+                   0 if lengths is None else 1, False, 1, config)
+
+
+def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=None, block_size=8,
+                                   row_repeat=1, out=None, *, fused=None, config=None):
+    """Triton arm of :func:`dsa_lab.select_candidate_blocks` (arguments validated there).
+
+    ``fused=True``: one kernel reads each row's live logits once, forms block maxima on the fly
+    and selects (no scores tensor).  ``fused=False``: the unfused composition, the bounded
+    :func:`dsa_lab.scores_triton.block_scores_triton` then the select kernel over the live
+    block extent.  ``fused=None`` (default): fused when ``KP * G1 * next_pow2(block_size) <= 4096``
+    (``KP = next_pow2(k)``, ``G1`` the level-1 group of :func:`plan_hier`: its last stage holds that
+    many logits in registers; true for k <= 64 at block_size 8, false at k = 2048 or block_size 64,
+    where a v1 fused tile compiled and ran far too slowly on the H200), else unfused.  Both read the
+    bounds on the device only.
+
+    Returns int32 ``[rows, topk_blocks]`` block ids (rank order), ``-1`` tail; every slot written.
+    """
+    rows, width = logits.shape
+    bs = int(block_size)
+    nblocks = -(-width // bs)
+    if nblocks == 0:
+        res = out if out is not None else torch.empty((rows, topk_blocks), dtype=torch.int32, device=logits.device)
+        res.fill_(-1)
+        return res
+    if fused is None:
+        # the fused kernel holds KP * G1 blocks of logits (KP * G1 * bs floats) in registers in its
+        # last stage: fuse only where that stays small (k <= 64 at bs 8; not at k = 2048 or bs 64)
+        pl = plan_hier(rows, nblocks, topk_blocks, _impl.facts_for(logits), fused=True, block_size=bs)
+        fused = pl["KP"] * pl["G1"] * _np2(bs) <= 4096
+    if fused:
+        return _launch(logits, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
+                       2, True, bs, config)
+    from .scores_triton import block_scores_triton
+
+    sc = block_scores_triton(logits, row_ends, row_starts, bs, row_repeat)
+    return _launch(sc, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
+                   2, False, bs, config)

@@ -1,0 +1,241 @@
+"""Triton selection kernels (dsa_lab.select_triton) against the exact reference (DESIGN §2).
+
+CPU lane: the Triton interpreter at small sizes, with plan overrides (``config=``) that force every
+path — the direct single-tile top-k, the hierarchical group-max stages, several programs per row
+with the last-arriver merge, and the v1 ``fold`` kernel with its filtered merge and its fallback.
+GPU lane (``-m gpu`` / a CUDA machine): GPU-sized shapes, k = 2048, and the CUDA-graph replay with new
+lengths.  Every output is poisoned first and every slot is compared (rows as sets).
+"""
+import pytest
+import torch
+
+import dsa_lab
+from dsa_lab import select_triton as st
+from dsa_lab.scores import block_scores_torch
+from dsa_lab.select import topk_select_reference
+
+from _select_helpers import POISON, assert_same_sets, poisoned
+
+INF, NAN = float("inf"), float("nan")
+
+# (name, config) — every code path of the kernels, reachable at interpreter sizes
+PATHS = [
+    ("direct", None),
+    ("hier_1prog", {"direct": 8, "group": 4}),
+    ("hier_multi", {"direct": 8, "group": 2, "programs": 5}),
+    ("fold_1prog", {"algo": "fold", "tile": 64}),
+    ("fold_multi", {"algo": "fold", "tile": 32, "programs": 6}),
+    ("fold_fallback", {"algo": "fold", "tile": 32, "programs": 6, "cap": 8}),
+]
+
+
+def _values(kind, rows, n, gen):
+    if kind == "normal":
+        return torch.randn(rows, n, generator=gen)
+    if kind == "ramp":
+        return torch.arange(n, dtype=torch.float32).expand(rows, n).clone()
+    if kind == "equal":
+        return torch.full((rows, n), 0.5)
+    if kind == "specials":
+        pool = torch.tensor([NAN, INF, -INF, 0.0, -0.0, 1e-45, -1e-45, 1.0, -1.0])
+        x = pool[torch.randint(0, len(pool), (rows, n), generator=gen)]
+        # NaNs with other payloads and the sign bit set
+        nan_bits = torch.tensor([0x7F800001, 0xFFC00000 - 2**32, 0x7FFFFFFF], dtype=torch.int64)
+        m = torch.rand(rows, n, generator=gen) < 0.05
+        x[m] = nan_bits[torch.randint(0, 3, (int(m.sum()),), generator=gen)].to(torch.int32).view(torch.float32)
+        return x
+    raise ValueError(kind)
+
+
+@pytest.mark.parametrize("path,cfg", PATHS, ids=[p[0] for p in PATHS])
+@pytest.mark.parametrize("kind", ["normal", "ramp", "equal", "specials"])
+def test_paths_match_reference(path, cfg, kind, fresh_seed):
+    gen = torch.Generator().manual_seed(fresh_seed)
+    rows, n, k = 3, 200, 16
+    x = _values(kind, rows, n, gen)
+    lengths = torch.tensor([n, 0, int(torch.randint(1, n, (1,), generator=gen))])
+    x[2, int(lengths[2]):] = NAN  # garbage past the end must be ignored
+    out = poisoned(rows, k, "cpu")
+    st.topk_select_triton(x, k, lengths, 1, out, config=cfg)
+    assert_same_sets(out, topk_select_reference(x, k, lengths, 1), f"{path}/{kind} seed={fresh_seed}")
+
+
+@pytest.mark.parametrize("k", [1, 3, 100, 250, 700])
+def test_k_values_incl_k_above_live_and_width(k, fresh_seed):
+    # k not a power of two, k > live length, k > width (-1 tail); hierarchical multi-program path
+    gen = torch.Generator().manual_seed(fresh_seed)
+    rows, n = 2, 240
+    x = torch.randn(rows, n, generator=gen)
+    lengths = torch.tensor([n, 37])
+    out = poisoned(rows, k, "cpu")
+    cfg = {"direct": 2, "group": 2, "programs": 3}
+    st.topk_select_triton(x, k, lengths, 1, out, config=cfg)
+    ref = topk_select_reference(x, k, lengths, 1)
+    assert_same_sets(out, ref, f"k={k} seed={fresh_seed}")
+    assert (out[1] == -1).sum() == max(0, k - 37)
+
+
+def test_tl_topk_never_given_fewer_than_k():
+    # DESIGN §6: tl.topk with k above its input size returned wrong results on the GPU; the plans
+    # always hand it at least next_pow2(k) keys
+    facts = {"sm_count": 132, "warp_size": 32, "name": "x"}
+    for k in (1, 2, 3, 64, 100, 512, 1000, 2048):
+        for n in (1, 7, 300, 32768):
+            for rows in (1, 640):
+                p = st.plan(rows, n, k, facts)
+                kp = p["KP"]
+                assert kp >= k and kp & (kp - 1) == 0
+                assert p["DT"] >= kp and p["SB"] >= kp and p["KP"] * p["G2"] >= 2 * kp and p["KP"] * p["G1"] >= kp
+                f = st.plan(rows, n, k, facts, algo="fold")
+                assert f["TILE"] >= f["KP"] and f["CAP"] >= f["KP"] and f["PP"] * f["M"] >= f["KP"]
+
+
+def test_grid_depends_only_on_shapes():
+    facts = {"sm_count": 132, "warp_size": 32, "name": "x"}
+    a = st.plan(8, 32768, 64, facts)
+    b = st.plan(8, 32768, 64, facts)
+    assert a == b and a["P"] > 1  # few rows: the row is split across programs
+    assert st.plan(640, 32768, 64, facts)["P"] == 1
+    assert st.plan(1, 32768, 64, {**facts, "sm_count": 304})["P"] >= a["P"]  # more SMs, more programs
+
+
+def test_row_repeat_and_public_api(fresh_seed):
+    gen = torch.Generator().manual_seed(fresh_seed)
+    rows, n, k, rr = 6, 300, 20, 3
+    x = torch.randn(rows, n, generator=gen)
+    lengths = torch.tensor([300, 150], dtype=torch.int32)
+    out = poisoned(rows, k, "cpu")
+    res = dsa_lab.topk_select(x, k, lengths=lengths, row_repeat=rr, impl="triton", out=out)
+    assert res.data_ptr() == out.data_ptr()
+    assert_same_sets(out, topk_select_reference(x, k, lengths, rr), f"seed={fresh_seed}")
+    res2 = dsa_lab.topk_select(x, k, impl="triton")
+    assert_same_sets(res2, topk_select_reference(x, k, None, 1), f"no lengths seed={fresh_seed}")
+
+
+def test_counters_reset_after_merge():
+    x = torch.randn(2, 256)
+    cfg = {"direct": 2, "group": 2, "programs": 4}
+    for _ in range(2):  # a second call must see zeroed counters
+        out = poisoned(2, 8, "cpu")
+        st.topk_select_triton(x, 8, None, 1, out, config=cfg)
+        assert_same_sets(out, topk_select_reference(x, 8), "repeat call")
+    assert int(st._counters(x.device, 2)[:2].abs().sum()) == 0
+
+
+def test_row_strided_view_and_lengths_past_width():
+    big = torch.randn(3, 400)
+    x = big[:, :250]  # row stride 400
+    lengths = torch.tensor([1000, 250, 3])
+    out = poisoned(3, 30, "cpu")
+    st.topk_select_triton(x, 30, lengths, 1, out, config={"direct": 4, "group": 2, "programs": 2})
+    assert_same_sets(out, topk_select_reference(x, 30, lengths, 1), "strided")
+
+
+# ---------------------------------------------------------------- candidate blocks (fused / unfused)
+
+BLOCK_PATHS = [
+    ("direct", None),
+    ("hier_multi", {"direct": 4, "group": 2, "programs": 3}),
+    ("fold_multi", {"algo": "fold", "tile": 16, "programs": 4}),
+]
+
+
+@pytest.mark.parametrize("path,cfg", BLOCK_PATHS, ids=[p[0] for p in BLOCK_PATHS])
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "unfused"])
+def test_candidate_blocks_match_reference(path, cfg, fused, fresh_seed):
+    gen = torch.Generator().manual_seed(fresh_seed)
+    rows, width, bs, rr, k = 6, 700, 8, 2, 24
+    x = torch.randn(rows, width, generator=gen)
+    x[torch.rand(rows, width, generator=gen) < 0.03] = NAN  # NaN inside blocks propagates
+    ends = torch.tensor([700, 1500, 333])  # one past the width
+    starts = torch.tensor([0, 130, 50])
+    ref = topk_select_reference(block_scores_torch(x, ends, starts, bs, rr), k)
+    out = poisoned(rows, k, "cpu")
+    st.select_candidate_blocks_triton(x, ends, k, starts, bs, rr, out, fused=fused, config=cfg)
+    assert_same_sets(out, ref, f"{path} fused={fused} seed={fresh_seed}")
+
+
+@pytest.mark.parametrize("bs", [1, 3, 64])
+def test_candidate_blocks_block_sizes(bs, fresh_seed):
+    gen = torch.Generator().manual_seed(fresh_seed)
+    rows, width, k = 2, 640, 10
+    x = torch.randn(rows, width, generator=gen)
+    ends = torch.tensor([640, 0])  # a zero-length row: all -1
+    ref = topk_select_reference(block_scores_torch(x, ends, None, bs, 1), k)
+    for fused in (True, False):
+        out = poisoned(rows, k, "cpu")
+        dsa_lab.select_candidate_blocks(x, ends, k, block_size=bs, impl="triton", out=out) if fused else \
+            st.select_candidate_blocks_triton(x, ends, k, None, bs, 1, out, fused=False)
+        assert_same_sets(out, ref, f"bs={bs} fused={fused}")
+        assert (out[1] == -1).all()
+
+
+def test_candidate_blocks_garbage_past_end_ignored():
+    x = torch.randn(2, 512)
+    ends = torch.tensor([100, 37])
+    x[0, 100:] = INF
+    x[1, 37:] = NAN
+    ref = topk_select_reference(block_scores_torch(x, ends, None, 8, 1), 8)
+    for fused in (True, False):
+        out = poisoned(2, 8, "cpu")
+        st.select_candidate_blocks_triton(x, ends, 8, None, 8, 1, out, fused=fused,
+                                          config={"direct": 2, "group": 2, "programs": 2})
+        assert_same_sets(out, ref, f"fused={fused}")
+
+
+# ---------------------------------------------------------------- GPU lane
+
+@pytest.mark.gpu
+def test_gpu_graph_capture_replay_with_new_lengths():
+    rows, n, k = 4, 32768, 64
+    x = torch.randn(rows, n, device="cuda")
+    lengths = torch.full((rows,), 100, dtype=torch.int32, device="cuda")
+    out = torch.empty((rows, k), dtype=torch.int32, device="cuda")
+    dsa_lab.topk_select(x, k, lengths=lengths, impl="triton", out=out)  # compile, counters
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        dsa_lab.topk_select(x, k, lengths=lengths, impl="triton", out=out)
+    for vals in ([100, 5000, 32768, 0], [32768, 1, 64, 20000], [7, 7, 7, 7]):
+        lengths.copy_(torch.tensor(vals, dtype=torch.int32))
+        out.fill_(POISON)
+        g.replay()
+        torch.cuda.synchronize()
+        assert_same_sets(out, topk_select_reference(x, k, lengths, 1), f"replay {vals}")
+
+
+@pytest.mark.gpu
+def test_gpu_fused_graph_capture_replay_with_new_ends():
+    rows, width, k = 8, 262144, 64
+    x = torch.randn(rows, width, device="cuda")
+    ends = torch.full((rows,), 4096, dtype=torch.int32, device="cuda")
+    out = torch.empty((rows, k), dtype=torch.int32, device="cuda")
+    dsa_lab.select_candidate_blocks(x, ends, k, impl="triton", out=out)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        dsa_lab.select_candidate_blocks(x, ends, k, impl="triton", out=out)
+    for vals in ([4096] * 8, [262144, 1, 0, 65536, 16384, 300000, 9, 100000]):
+        ends.copy_(torch.tensor(vals, dtype=torch.int32))
+        out.fill_(POISON)
+        g.replay()
+        torch.cuda.synchronize()
+        ref = topk_select_reference(block_scores_torch(x, ends, None, 8, 1), k)
+        assert_same_sets(out, ref, f"replay {vals}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rows,live,k,kind", [
+    (1, 32768, 64, "normal"), (1, 32768, 64, "ramp"), (8, 8192, 64, "equal"), (640, 32768, 64, "normal"),
+    (128, 2048, 100, "specials"), (3, 32768, 2048, "normal"), (32, 32768, 2048, "equal"), (4, 1000, 2048, "normal"),
+])
+@pytest.mark.parametrize("algo", ["hier", "fold"])
+def test_gpu_sizes(rows, live, k, kind, algo):
+    gen = torch.Generator().manual_seed(rows * 7 + k)
+    n = max(live, 1000)
+    x = _values(kind, rows, n, gen).cuda()
+    lengths = torch.randint(0, live + 1, (rows,), generator=gen).cuda()
+    lengths[0] = live
+    out = poisoned(rows, k, "cuda")
+    st.topk_select_triton(x, k, lengths, 1, out, config={"algo": algo})
+    assert_same_sets(out, topk_select_reference(x, k, lengths, 1), f"{algo} {rows}x{live} k={k} {kind}")
