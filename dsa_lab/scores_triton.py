@@ -25,6 +25,20 @@ __all__ = ["block_scores_triton"]
 
 
 @triton.jit
+def tl_block_score(x, block_id, start, end, AXIS: tl.constexpr, BS: tl.constexpr):
+    """Score of blocks laid along ``AXIS`` of ``x`` (masked lanes already ``-inf``): the max with NaN
+    propagating (a GPU max drops NaN, so NaN is tracked apart), and the newest block
+    ``(end - start - 1) // BS`` pinned to ``+inf`` when ``end > start``.  Shared by the block-scores
+    kernel and the fused select path, so both compute bit-identical scores."""
+    isn = x != x
+    has_nan = tl.max(isn.to(tl.int32), axis=AXIS) > 0
+    s = tl.max(tl.where(isn, float("-inf"), x), axis=AXIS)
+    s = tl.where(has_nan, float("nan"), s)
+    newest = tl.where(end > start, (end - start - 1) // BS, -1)
+    return tl.where(block_id.to(tl.int64) == newest, float("inf"), s)
+
+
+@triton.jit
 def _block_scores_kernel(
     x_ptr, x_stride, out_ptr, end_ptr, start_ptr, width, nblocks,
     RR: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, BJ: tl.constexpr,
@@ -51,12 +65,7 @@ def _block_scores_kernel(
     else:
         # bounded: a block program past the live extent loads nothing (all lanes masked)
         x = tl.load(x_ptr + row_off + c, mask=live, other=float("-inf"))
-    isn = x != x
-    has_nan = tl.max(isn.to(tl.int32), axis=1) > 0
-    s = tl.max(tl.where(isn, float("-inf"), x), axis=1)
-    s = tl.where(has_nan, float("nan"), s)
-    newest = tl.where(end > start, (end - start - 1) // BS, -1)
-    s = tl.where(j.to(tl.int64) == newest, float("inf"), s)
+    s = tl_block_score(x, j, start, end, 1, BS)
     tl.store(out_ptr + row.to(tl.int64) * nblocks + j, s, mask=j < nblocks)
 
 

@@ -51,6 +51,7 @@ import triton.language as tl
 from . import _checks, _impl
 from .keys import PAD_KEY
 from .keys_triton import tl_is_candidate, tl_key_index, tl_ordered_hi, tl_pack_key
+from .scores_triton import tl_block_score
 
 __all__ = ["topk_select_triton", "select_candidate_blocks_triton", "plan"]
 
@@ -107,12 +108,7 @@ def _tile_keys(src_ptr, row_off, cols, lim, start, end, width,
         c = start + cols[:, None].to(tl.int64) * BS + t[None, :]
         live = m[:, None] & (t[None, :] < BS) & (c < tl.minimum(end, width))
         x = tl.load(src_ptr + row_off + c, mask=live, other=float("-inf"))
-        isn = x != x
-        has_nan = tl.max(isn.to(tl.int32), axis=1) > 0
-        s = tl.max(tl.where(isn, float("-inf"), x), axis=1)
-        s = tl.where(has_nan, float("nan"), s)
-        newest = tl.where(end > start, (end - start - 1) // BS, -1)
-        s = tl.where(cols.to(tl.int64) == newest, float("inf"), s)
+        s = tl_block_score(x, cols, start, end, 1, BS)
     else:
         s = tl.load(src_ptr + row_off + cols, mask=m, other=0.0)
     return tl.where(m, tl_pack_key(s, cols), _PAD)
@@ -251,12 +247,7 @@ def _scores2d(src_ptr, row_off, cols, valid, start, end, width,
         c = start + cols[:, :, None].to(tl.int64) * BS + t[None, None, :]
         live = valid[:, :, None] & (t[None, None, :] < BS) & (c < tl.minimum(end, width))
         x = tl.load(src_ptr + row_off + c, mask=live, other=float("-inf"))
-        isn = x != x
-        has_nan = tl.max(isn.to(tl.int32), axis=2) > 0
-        sc = tl.max(tl.where(isn, float("-inf"), x), axis=2)
-        sc = tl.where(has_nan, float("nan"), sc)
-        newest = tl.where(end > start, (end - start - 1) // BS, -1)
-        sc = tl.where(cols.to(tl.int64) == newest, float("inf"), sc)
+        sc = tl_block_score(x, cols, start, end, 2, BS)
     else:
         sc = tl.load(src_ptr + row_off + cols, mask=valid, other=0.0)
     return sc
