@@ -46,7 +46,7 @@ def add_arguments(p) -> None:
     p.add_argument("--figures", action="store_true", help="export the README's static PNGs to docs/figures/")
     p.add_argument("--figures-dir", default=str(ROOT / "docs" / "figures"))
     p.add_argument("--screenshots", action="store_true", help="run the headless-Chromium browser check")
-    p.add_argument("--timeout", type=int, default=1200, help="per-cell timeout in seconds")
+    p.add_argument("--timeout", type=int, default=300, help="per-cell timeout in seconds (a timed-out notebook is retried once)")
 
 
 # ---------------------------------------------------------------------------
@@ -138,8 +138,27 @@ def kernel_env() -> dict:
     return env
 
 
-def execute(nb, cwd: Path, timeout: int, env: dict):
-    """Execute ``nb`` in a fresh python3 kernel with ``env`` (cwd = ``cwd``)."""
+def execute(nb, cwd: Path, timeout: int, env: dict, retries: int = 1):
+    """Execute ``nb`` in a fresh python3 kernel with ``env`` (cwd = ``cwd``).
+
+    A timeout is retried ``retries`` times with a new kernel: once, on a loaded 2-core machine, a
+    kernel sat idle while the client waited for a reply that never came (no cell takes minutes here).
+    """
+    from nbclient.exceptions import CellTimeoutError
+
+    for attempt in range(retries + 1):
+        try:
+            return _execute_once(nb, cwd, timeout, env)
+        except (CellTimeoutError, TimeoutError):
+            if attempt == retries:
+                raise
+            for c in nb.cells:
+                if c.cell_type == "code":
+                    c.outputs, c.execution_count = [], None
+            print(f"notebook timed out after {timeout} s; retrying with a new kernel")
+
+
+def _execute_once(nb, cwd: Path, timeout: int, env: dict):
     from nbclient import NotebookClient
 
     old = dict(os.environ)
@@ -166,7 +185,7 @@ def _names(args) -> list[str]:
     return out
 
 
-def execute_inplace(names, timeout: int = 1200, nb_dir: Path = NB_DIR) -> None:
+def execute_inplace(names, timeout: int = 300, nb_dir: Path = NB_DIR) -> None:
     import nbformat
 
     env = kernel_env()
@@ -186,7 +205,7 @@ def execute_inplace(names, timeout: int = 1200, nb_dir: Path = NB_DIR) -> None:
         print(f"executed {ipynb.relative_to(ROOT) if ipynb.is_relative_to(ROOT) else ipynb} in {time.perf_counter() - t0:.1f} s")
 
 
-def build_html(names, out: Path, timeout: int = 1200) -> list[Path]:
+def build_html(names, out: Path, timeout: int = 300) -> list[Path]:
     import nbformat
     from nbconvert import HTMLExporter
 
