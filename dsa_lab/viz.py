@@ -555,10 +555,13 @@ def time_vs_rows_figure(rows, meta, path, *, context=65536, stage="select", k=64
         xs = sorted(by)
         traces.append(go.Scatter(x=xs, y=[statistics.median(by[x]) for x in xs], name=arm, mode="lines+markers",
                                  line=dict(color=ARM_COLORS.get(arm))))
-    fig = go.Figure(traces)
     sm = (meta or {}).get("sm_count")
-    if sm:
-        fig.add_vline(x=sm, line_dash="dot", annotation_text=f"{sm} SMs")
+    ys = [y for t in traces for y in t.y]
+    if sm and ys:
+        # a trace, not add_vline: a shape on a log axis pulls plotly's autorange to 10**sm
+        traces.append(go.Scatter(x=[sm, sm], y=[min(ys), max(ys)], mode="lines", name=f"{sm} SMs",
+                                 line=dict(dash="dot", color="black")))
+    fig = go.Figure(traces)
     fig.update_layout(title=f"{title}<br><sub>{record_label(meta, path)}</sub>", xaxis=dict(title="rows (concurrency × next_n)", type="log"),
                       yaxis=dict(title="median µs", type="log"), height=420)
     return fig
