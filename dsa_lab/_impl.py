@@ -20,11 +20,12 @@ def triton_usable(device: torch.device) -> bool:
     return device.type == "cuda"
 
 
-def resolve(impl, device: torch.device, allowed: tuple[str, ...]) -> str:
+def resolve(impl, device: torch.device, allowed: tuple[str, ...], *, auto_gpu: str = "triton") -> str:
     """Map ``impl`` (and ``DSA_LAB_IMPL`` for ``"auto"``) to one arm name from ``allowed``.
 
-    ``"auto"`` → the env override if set, else ``"triton"`` when a GPU tensor or
-    the interpreter is present, else ``"torch"``.  Unknown names raise ``ValueError``.
+    ``"auto"`` → the env override if set; else, for a CUDA tensor, ``auto_gpu`` (``"triton"``
+    unless a stage asks for another arm); for a CPU tensor, ``"triton"`` under the interpreter,
+    else ``"torch"``.  Unknown names raise ``ValueError``.
     """
     if not isinstance(impl, str):
         raise TypeError(f"impl must be a str, got {type(impl).__name__}")
@@ -37,6 +38,8 @@ def resolve(impl, device: torch.device, allowed: tuple[str, ...]) -> str:
             if env not in allowed:
                 raise ValueError(f"{ENV}={env!r} is not one of {allowed}")
             impl = env
+        elif device.type == "cuda" and auto_gpu in allowed:
+            impl = auto_gpu
         else:
             impl = "triton" if ("triton" in allowed and triton_usable(device)) else "torch"
     if impl.startswith("triton") and not triton_usable(device):

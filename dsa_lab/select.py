@@ -15,8 +15,6 @@ Arms of :func:`topk_select`:
 """
 from __future__ import annotations
 
-import os
-
 import torch
 
 from . import _checks, _impl, keys
@@ -129,13 +127,11 @@ def select_candidate_blocks(
     rows, width, bs, rr = _check_scores_args(logits, row_ends, row_starts, block_size, row_repeat)
     topk_blocks = _checks.positive_int(topk_blocks, "topk_blocks")
     _checks.out_tensor(out, (rows, topk_blocks), torch.int32, logits.device)
-    if impl == "auto" and not os.environ.get(_impl.ENV, "").strip() and logits.device.type == "cuda":
-        # Safety default while an open GPU fuzz finding stands (notes/select_kernel.md, "Recorded run"):
-        # the Triton candidate-block path returned wrong blocks in 6 of 140 random cases on the H200.
-        # CUDA torch.topk met the contract on every case measured, so "auto" takes it on a GPU;
-        # impl="triton" (or DSA_LAB_IMPL=triton) still selects the kernels explicitly.
-        impl = "torch"
-    arm = _impl.resolve(impl, logits.device, SELECT_IMPLS + ("triton_unfused",))
+    # auto_gpu="torch": a safety default while an open GPU fuzz finding stands (notes/select_kernel.md,
+    # "Recorded run"): the Triton candidate-block path returned wrong blocks in 6 of 140 random cases on
+    # the H200, and CUDA torch.topk met the contract on every case measured.  impl="triton" (or
+    # DSA_LAB_IMPL=triton) still selects the kernels.
+    arm = _impl.resolve(impl, logits.device, SELECT_IMPLS + ("triton_unfused",), auto_gpu="torch")
     if arm in ("triton", "triton_unfused"):
         from .select_triton import select_candidate_blocks_triton
 

@@ -431,19 +431,18 @@ def full_arm_fn(arm: str, inp: dict, k: int, flags_fn):
 
 def reference_ids(p: Point, inp: dict) -> torch.Tensor:
     """The exact contract (for checks without a GPU, where torch.topk's tie order is not the contract's)."""
-    from .scores import block_scores_torch
-    from .select import topk_select_reference
+    from .select import select_candidate_blocks, topk_select
 
     if p.stage == "select":
-        return topk_select_reference(inp["scores"], p.k, inp["lengths"], 1)
-    sc = block_scores_torch(inp["logits"], inp["ends"], None, BLOCK_SIZE, 1)
-    return topk_select_reference(sc, p.k, None, 1)
+        return topk_select(inp["scores"], p.k, lengths=inp["lengths"], impl="reference")
+    return select_candidate_blocks(inp["logits"], inp["ends"], p.k, block_size=BLOCK_SIZE, impl="reference")
 
 
 def mismatched_rows(got: torch.Tensor, ref: torch.Tensor) -> int:
-    g = torch.sort(got.to(torch.int64), dim=1).values
-    r = torch.sort(ref.to(torch.int64), dim=1).values
-    return int((g != r).any(dim=1).sum())
+    """Rows whose ids differ as sets (every slot compared): :func:`dsa_lab.verify.compare`."""
+    from .verify import compare
+
+    return compare(got, ref)[0]
 
 
 # --------------------------------------------------------------------------- runner

@@ -18,7 +18,6 @@ import time
 import torch
 
 from . import _impl
-from .scores import block_scores_torch
 from .select import select_candidate_blocks, topk_select, topk_select_reference
 from .shapes import MATRIX, SPECIAL_DISTS, DISTS, Case, make_inputs
 
@@ -28,8 +27,8 @@ POISON = -0x21524111  # 0xDEADBEEF as int32: never a valid id or -1
 def reference_ids(case: Case, inp: dict) -> torch.Tensor:
     if case.op == "select":
         return topk_select_reference(inp["x"], case.k, inp["ends"], case.row_repeat)
-    sc = block_scores_torch(inp["x"], inp["ends"], inp["starts"], case.block_size, case.row_repeat)
-    return topk_select_reference(sc, case.k, None, 1)
+    return select_candidate_blocks(inp["x"], inp["ends"], case.k, row_starts=inp["starts"],
+                                   block_size=case.block_size, row_repeat=case.row_repeat, impl="reference")
 
 
 def run_arm(case: Case, inp: dict, arm: str) -> torch.Tensor:

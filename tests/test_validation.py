@@ -121,3 +121,25 @@ def test_docs_table_is_current():
 
 if __name__ == "__main__":
     sys.stdout.write(render_table())
+
+
+def test_auto_resolution_per_device(monkeypatch):
+    """'auto' on a CUDA tensor takes the stage's auto_gpu arm (select_candidate_blocks asks for torch while the
+    GPU fuzz finding is open); the environment override still wins; CPU tensors are unaffected."""
+    import torch as _t
+
+    from dsa_lab import _impl
+
+    cuda, cpu = _t.device("cuda"), _t.device("cpu")
+    arms = ("reference", "torch", "triton", "triton_unfused")
+    monkeypatch.delenv("DSA_LAB_IMPL", raising=False)
+    assert _impl.resolve("auto", cuda, arms) == "triton"
+    assert _impl.resolve("auto", cuda, arms, auto_gpu="torch") == "torch"
+    assert _impl.resolve("triton", cuda, arms, auto_gpu="torch") == "triton"
+    monkeypatch.setenv("DSA_LAB_IMPL", "triton_unfused")
+    assert _impl.resolve("auto", cuda, arms, auto_gpu="torch") == "triton_unfused"
+    monkeypatch.delenv("DSA_LAB_IMPL")
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    assert _impl.resolve("auto", cpu, arms, auto_gpu="torch") == "torch"
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert _impl.resolve("auto", cpu, arms, auto_gpu="torch") == "triton"
