@@ -15,7 +15,9 @@ import triton.language as tl
 __all__ = ["candidate_flags_triton"]
 
 
-@triton.jit
+# shape ints are not specialised (divisibility/==1 hints buy nothing here and would compile one
+# variant per k, width and split of a sweep or fuzz)
+@triton.jit(do_not_specialize=["k", "width", "nblocks"])
 def _flags_kernel(c_ptr, c_stride, flags_ptr, start_ptr, k, width, nblocks,
                   RR: tl.constexpr, BS: tl.constexpr, KT: tl.constexpr, HAS_START: tl.constexpr):
     row = tl.program_id(0)

@@ -60,6 +60,7 @@ __all__ = [
     "CANDIDATE_MIN",
     "ordered_bits",
     "ordered_hi",
+    "from_ordered_hi",
     "pack_keys",
     "unpack_keys",
     "key_index",
@@ -90,6 +91,17 @@ def ordered_hi(x: torch.Tensor) -> torch.Tensor:
     s = x.contiguous().view(torch.int32).to(torch.int64)
     hi = torch.where(s >= 0, s, s ^ 0x7FFFFFFF)
     return torch.where(torch.isnan(x), torch.full_like(hi, NAN_HI), hi)
+
+
+def from_ordered_hi(hi: torch.Tensor) -> torch.Tensor:
+    """float32 whose :func:`ordered_hi` is ``hi`` (integer tensor in ``[-2**31, 2**31)``).
+
+    Inverse of :func:`ordered_hi` on non-NaN floats; ``NAN_HI`` gives the NaN with bits
+    ``0x7FFFFFFF``.  Used to turn an integer max in the contract's order back into a score.
+    """
+    h = hi.to(torch.int64)
+    s = torch.where(h >= 0, h, h ^ 0x7FFFFFFF)
+    return s.to(torch.int32).view(torch.float32)
 
 
 def ordered_bits(x: torch.Tensor) -> torch.Tensor:

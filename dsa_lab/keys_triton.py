@@ -17,6 +17,13 @@ def tl_ordered_hi(x):
 
 
 @triton.jit
+def tl_from_ordered_hi(hi):
+    """float32 whose ordered high word is ``hi`` (int32); inverse of :func:`tl_ordered_hi` off NaN."""
+    s = tl.where(hi >= 0, hi, hi ^ 0x7FFFFFFF)
+    return s.to(tl.float32, bitcast=True)
+
+
+@triton.jit
 def tl_pack_key(x, idx):
     """int64 key of float32 scores ``x`` at int columns ``idx`` (same shape)."""
     hi = tl_ordered_hi(x).to(tl.int64)

@@ -6,7 +6,10 @@ with ``g = r // row_repeat``, ``start = row_starts[g]`` (0 when absent),
 
 * block ``j`` covers columns ``start + j*bs .. start + j*bs + bs - 1``,
   restricted to ``[start, end)`` and to ``[0, width)``;
-* its score is the max over those columns, NaN propagating (any NaN → NaN);
+* its score is the max over those columns *in the contract's order* (DESIGN §2): any NaN gives
+  NaN (``0x7FFFFFFF``), ``+0.0`` beats ``-0.0``, subnormals compare exactly.  Computed as a max
+  of :func:`dsa_lab.keys.ordered_hi` integers, so no float max (whose signed-zero choice and
+  subnormal flushing differ between CPU, ``torch.amax`` on CUDA and a GPU ``tl.max``) decides it;
 * a block with no live column is ``-inf`` (its logits are never read);
 * the newest block ``(end - start - 1) // bs`` is ``+inf`` when ``end > start``
   and that block id is below ``nblocks`` (it may lie past the width when
@@ -17,6 +20,7 @@ from __future__ import annotations
 import torch
 
 from . import _checks, _impl
+from .keys import from_ordered_hi, ordered_hi
 
 __all__ = ["block_scores", "block_scores_torch"]
 
@@ -56,7 +60,9 @@ def block_scores_torch(logits, row_ends, row_starts=None, block_size=8, row_repe
     live = (cols < live_end[:, None, None]) & (cols >= start[:, None, None])
     vals = torch.gather(logits, 1, cols.clamp(0, max(width - 1, 0)).reshape(rows, -1)).reshape(cols.shape)
     vals = torch.where(live, vals, torch.full_like(vals, float("-inf")))
-    out = vals.amax(dim=2) if bs > 0 and nblocks > 0 else vals.new_empty(rows, nblocks)
+    if nblocks == 0:
+        return vals.new_empty(rows, 0)
+    out = from_ordered_hi(ordered_hi(vals).amax(dim=2))
     newest = (end - start - 1).div(bs, rounding_mode="floor")
     pin = (end > start) & (newest < nblocks)
     rows_idx = torch.arange(rows, device=logits.device)[pin]

@@ -21,24 +21,28 @@ import torch
 import triton
 import triton.language as tl
 
+from .keys_triton import tl_from_ordered_hi, tl_ordered_hi
+
 __all__ = ["block_scores_triton"]
 
 
 @triton.jit
 def tl_block_score(x, block_id, start, end, AXIS: tl.constexpr, BS: tl.constexpr):
-    """Score of blocks laid along ``AXIS`` of ``x`` (masked lanes already ``-inf``): the max with NaN
-    propagating (a GPU max drops NaN, so NaN is tracked apart), and the newest block
-    ``(end - start - 1) // BS`` pinned to ``+inf`` when ``end > start``.  Shared by the block-scores
+    """Score of blocks laid along ``AXIS`` of ``x`` (masked lanes already ``-inf``): the max in the
+    contract's order, taken over ordered integers (:func:`tl_ordered_hi`), so any NaN wins (NaN
+    propagates, as bits ``0x7FFFFFFF``), ``+0.0`` beats ``-0.0`` and subnormals compare exactly.  A GPU
+    float ``max`` does none of these reliably (signed-zero choice, subnormal flushing): the H200 fuzz
+    found block sets that differed from ``torch.amax`` that way.  The newest block
+    ``(end - start - 1) // BS`` is pinned to ``+inf`` when ``end > start``.  Shared by the block-scores
     kernel and the fused select path, so both compute bit-identical scores."""
-    isn = x != x
-    has_nan = tl.max(isn.to(tl.int32), axis=AXIS) > 0
-    s = tl.max(tl.where(isn, float("-inf"), x), axis=AXIS)
-    s = tl.where(has_nan, float("nan"), s)
+    s = tl_from_ordered_hi(tl.max(tl_ordered_hi(x), axis=AXIS))
     newest = tl.where(end > start, (end - start - 1) // BS, -1)
     return tl.where(block_id.to(tl.int64) == newest, float("inf"), s)
 
 
-@triton.jit
+# shape ints are not specialised (divisibility/==1 hints buy nothing here and would compile one
+# variant per k, width and split of a sweep or fuzz)
+@triton.jit(do_not_specialize=["width", "nblocks"])
 def _block_scores_kernel(
     x_ptr, x_stride, out_ptr, end_ptr, start_ptr, width, nblocks,
     RR: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, BJ: tl.constexpr,

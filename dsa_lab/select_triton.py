@@ -137,7 +137,9 @@ def _write_out(out_ptr, row, top, k, KP: tl.constexpr):
     tl.store(out_ptr + row.to(tl.int64) * k + j, ids, mask=j < k)
 
 
-@triton.jit
+# shape ints are not specialised (divisibility/==1 hints buy nothing here and would compile one
+# variant per k, width and split of a sweep or fuzz)
+@triton.jit(do_not_specialize=["n", "width", "k"])
 def _fold_kernel(
     src_ptr, src_stride, len_ptr, start_ptr, out_ptr,
     ws_ptr, kth_ptr, cnt_ptr, scr_ptr,
@@ -337,7 +339,9 @@ def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, row, L, nsg, start, end, wid
     _write_out(out_ptr, row, top, k, KP)
 
 
-@triton.jit
+# shape ints are not specialised (divisibility/==1 hints buy nothing here and would compile one
+# variant per k, width and split of a sweep or fuzz)
+@triton.jit(do_not_specialize=["n", "width", "k", "P"])
 def _hier_kernel(
     src_ptr, src_stride, len_ptr, start_ptr, out_ptr, ws_ptr, cnt_ptr,
     n, width, k, P,

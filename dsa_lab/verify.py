@@ -122,13 +122,15 @@ FUZZ_MENU = (
 )
 
 
-def random_case(gen: torch.Generator, max_width: int, max_rows: int) -> Case:
-    """One random case: compile-relevant settings from :data:`FUZZ_MENU`, everything else random."""
+def random_case(gen: torch.Generator, max_width: int, max_rows: int, menu=None) -> Case:
+    """One random case: compile-relevant settings from :data:`FUZZ_MENU` (or the entries ``menu``
+    indexes), everything else random."""
 
     def ri(lo, hi):
         return int(torch.randint(lo, hi + 1, (1,), generator=gen))
 
-    op, width, kp, rr, bs = FUZZ_MENU[ri(0, len(FUZZ_MENU) - 1)]
+    entries = FUZZ_MENU if menu is None else [FUZZ_MENU[i] for i in menu]
+    op, width, kp, rr, bs = entries[ri(0, len(entries) - 1)]
     width = min(width, max_width)
     rows = rr * ri(1, max(1, max_rows // rr))
     k = ri(max(1, kp // 2 + 1), kp) if kp > 2 else ri(1, kp)
@@ -146,12 +148,16 @@ def _bad_rows_device(got: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
 
 
 def fuzz(n: int, *, arms, seed: int, device, max_width: int, max_rows: int, progress=True, sync_every: int = 256,
-         max_seconds: float | None = None) -> dict:
+         max_seconds: float | None = None, dump_dir: str | None = None, max_dumps: int = 4, menu=None) -> dict:
     """``n`` random cases (:func:`random_case`) through every arm, each against the exact reference.
 
     Mismatch counts stay on the device and are read every ``sync_every`` cases (a host read per
     case would dominate); a failing case is re-run from its seed for the detailed message.
     ``max_seconds`` stops early; the record's ``n`` is then the number of cases actually run.
+    ``dump_dir``: the first ``max_dumps`` failing cases are saved there (``torch.save``: spec, seed,
+    inputs, reference and arm output, on the CPU) so a GPU finding can be replayed anywhere.
+    ``menu``: indices into :data:`FUZZ_MENU` to draw from (shards split the menu so that parallel
+    processes compile different kernels); None = all of it.
     """
     t0 = time.perf_counter()
     done = 0
@@ -176,13 +182,15 @@ def fuzz(n: int, *, arms, seed: int, device, max_width: int, max_rows: int, prog
                 if len(failures) < 50:
                     detail = next(r for r in run_case(c, (arm,), seed=cs, device=device))
                     failures.append({**detail, "case_spec": dataclasses.asdict(c)})
+                    if dump_dir and len(failures) <= max_dumps:
+                        _dump_case(dump_dir, len(failures), c, cs, arm, device)
         pending.clear()
 
     for i in it:
         if max_seconds is not None and time.perf_counter() - t0 > max_seconds:
             break
         done = i + 1
-        c = random_case(gen, max_width, max_rows)
+        c = random_case(gen, max_width, max_rows, menu)
         cs = seed * 1_000_003 + i
         inp = make_inputs(c, seed=cs, device=device)
         ref = reference_ids(c, inp)
@@ -197,7 +205,18 @@ def fuzz(n: int, *, arms, seed: int, device, max_width: int, max_rows: int, prog
         if len(pending) >= sync_every * len(arms):
             drain()
     drain()
-    return {"n": done, "requested": n, "seconds": round(time.perf_counter() - t0, 1), "seed": seed, "max_width": max_width, "max_rows": max_rows, "arms": counts, "failures": failures}
+    return {"n": done, "requested": n, "seconds": round(time.perf_counter() - t0, 1), "seed": seed, "max_width": max_width, "max_rows": max_rows,
+            "menu": list(range(len(FUZZ_MENU))) if menu is None else list(menu), "arms": counts, "failures": failures}
+
+
+def _dump_case(folder: str, i: int, case: Case, case_seed: int, arm: str, device) -> None:
+    os.makedirs(folder, exist_ok=True)
+    inp = make_inputs(case, seed=case_seed, device=device)
+    ref = reference_ids(case, inp)
+    got = run_arm(case, inp, arm)
+    cpu = {k: (v.cpu() if isinstance(v, torch.Tensor) else v) for k, v in inp.items()}
+    torch.save({"case_spec": dataclasses.asdict(case), "seed": case_seed, "arm": arm, "inputs": cpu,
+                "reference": ref.cpu(), "got": got.cpu()}, os.path.join(folder, f"fuzz_fail_{i}_{arm}.pt"))
 
 
 def format_table(results: list[dict]) -> str:
@@ -241,6 +260,8 @@ def add_arguments(p) -> None:
     p.add_argument("--fuzz-max-rows", type=int, default=None)
     p.add_argument("--fuzz-max-seconds", type=float, default=None, help="stop the fuzz early (records the count run)")
     p.add_argument("--fuzz-name", default="fuzz.json", help="file name of the fuzz record inside --record")
+    p.add_argument("--fuzz-menu", default=None, help="comma list of FUZZ_MENU indices to draw from (default: all)")
+    p.add_argument("--fuzz-dump", default=None, help="folder to save the first failing fuzz cases' inputs into")
     p.add_argument("--record", default=None, help="folder to write verify_matrix.csv / fuzz.json (+ metadata) into")
     p.add_argument("--no-matrix", action="store_true", help="skip the named matrix (e.g. a fuzz-only run)")
     p.add_argument("--no-progress", action="store_true")
@@ -266,7 +287,8 @@ def run(args) -> int:
         mw = args.fuzz_max_width or (8192 if device == "cuda" else 300)
         mr = args.fuzz_max_rows or (64 if device == "cuda" else 4)
         fz = fuzz(args.fuzz, arms=arms, seed=seed, device=device, max_width=mw, max_rows=mr, progress=not args.no_progress,
-                  max_seconds=args.fuzz_max_seconds)
+                  max_seconds=args.fuzz_max_seconds, dump_dir=args.fuzz_dump,
+                  menu=None if not args.fuzz_menu else [int(i) for i in args.fuzz_menu.split(",")])
         for a, c in fz["arms"].items():
             print(f"fuzz {a}: {c['mismatched_cases']} mismatched of {c['cases']} cases ({fz['seconds']} s)")
         bad += [f for f in fz["failures"] if f["strict"]]
@@ -317,7 +339,7 @@ def merge_fuzz_records(paths, out_path) -> dict:
     rec = {
         "meta": shards[0]["meta"] if shards else {},
         "n": sum(sh["n"] for sh in shards),
-        "shards": [{k: sh[k] for k in ("n", "requested", "seconds", "seed", "max_width", "max_rows", "arms")} for sh in shards],
+        "shards": [{k: sh[k] for k in ("n", "requested", "seconds", "seed", "max_width", "max_rows", "menu", "arms") if k in sh} for sh in shards],
         "arms": arms,
         "failures": [f for sh in shards for f in sh["failures"]][:50],
         "menu": [list(m) for m in FUZZ_MENU],

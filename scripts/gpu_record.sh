@@ -27,18 +27,24 @@ for ph in "$@"; do
   echo "=== phase $ph ($(date -u +%T), $(left) s left)"
   case "$ph" in
     correct)
-      box_s=${CORRECT_S:-230}; shards=${FUZZ_SHARDS:-4}; per=$(( ${FUZZ:-100000} / shards ))
-      for i in $(seq 1 "$shards"); do
-        cli verify --scale gpu --no-matrix --fuzz "$per" --fuzz-max-seconds "$(( box_s - 25 ))" --seed "$(( 1000 + i ))" \
-          --record data/h200 --fuzz-name "fuzz_shard$i.json" --no-progress > "$LOGS/fuzz_shard$i.log" 2>&1 &
+      # fuzz shards split FUZZ_MENU so that each process compiles its own kernels; matrix, graph tests
+      # and proofs run beside them; every background job is bounded by timeout so the phase ends in time
+      box_s=${CORRECT_S:-380}; menus=(0,6 1,7 2,8 3,9 4,5); per=$(( ${FUZZ:-100000} / ${#menus[@]} ))
+      python3 scripts/gpu_float_max_check.py data/h200/float_max_check.json
+      for i in "${!menus[@]}"; do
+        timeout "$(( box_s + 30 ))" python3 -m dsa_lab.cli verify --scale gpu --no-matrix --fuzz "$per" \
+          --fuzz-menu "${menus[$i]}" --fuzz-max-seconds "$(( box_s - 30 ))" --seed "$(( 1001 + i ))" \
+          --record data/h200 --fuzz-name "fuzz_shard$i.json" --fuzz-dump data/h200/fuzz_failures \
+          --no-progress > "$LOGS/fuzz_shard$i.log" 2>&1 &
       done
-      cli verify --scale gpu --record data/h200 --no-progress > "$LOGS/matrix.log" 2>&1 &
-      python3 -m pytest -q -m gpu -k "graph or capture" -p no:cacheprovider tests/test_select_triton.py tests/test_producer.py \
-        > "$LOGS/graph_tests.log" 2>&1 &
+      timeout "$(( box_s + 30 ))" python3 -m dsa_lab.cli verify --scale gpu --record data/h200 --no-progress \
+        > "$LOGS/matrix.log" 2>&1 &
+      timeout "$box_s" python3 -m pytest -q -m gpu -k "graph or capture" -p no:cacheprovider \
+        tests/test_select_triton.py tests/test_producer.py > "$LOGS/graph_tests.log" 2>&1 &
       python3 -m dsa_lab.proofs --out data/h200/key_order_exhaustive.json
       wait
       python3 -m dsa_lab.verify merge data/h200/fuzz.json data/h200/fuzz_shard*.json && rm -f data/h200/fuzz_shard*.json
-      tail -n 3 "$LOGS"/fuzz_shard*.log; tail -n 5 "$LOGS/matrix.log"; tail -n 3 "$LOGS/graph_tests.log" ;;
+      tail -n 4 "$LOGS"/fuzz_shard*.log; tail -n 8 "$LOGS/matrix.log"; tail -n 3 "$LOGS/graph_tests.log" ;;
     proofs) python3 -m dsa_lab.proofs --out data/h200/key_order_exhaustive.json ;;
     matrix) cli verify --scale gpu --record data/h200 --no-progress ;;
     graph) python3 -m pytest -q -m gpu -k "graph or capture" -p no:cacheprovider tests/test_select_triton.py tests/test_producer.py ;;

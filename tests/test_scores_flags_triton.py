@@ -63,6 +63,42 @@ def test_block_scores_nan_propagates_and_newest_pinned():
     assert got[0, 0].isnan() and got[0, 3] == INF and got[0, 1] == 0.0
 
 
+
+def _f32(bits):
+    return torch.tensor(bits, dtype=torch.int64).to(torch.int32).view(torch.float32)
+
+
+def test_block_max_is_the_contract_order_signed_zero_and_subnormals():
+    """Block max in the key order, bit for bit: +0.0 beats -0.0 in either position, subnormals are
+    compared exactly (never flushed), the largest negative subnormal beats -0.0's neighbours, any NaN
+    wins.  A GPU float max got the first two wrong on the H200 (fuzz, 2026-11-29)."""
+    blocks = [
+        [0x80000000, 0x00000000, 0x80000000, 0x80000000],  # -0, +0, -0, -0 -> +0
+        [0x00000000, 0x80000000, 0x80000000, 0x80000000],  # +0 first -> +0
+        [0x80000000, 0x80000000, 0x80000000, 0x80000000],  # all -0 -> -0
+        [0x00000003, 0x00000007, 0x00000001, 0x80000000],  # subnormals -> 7 (not flushed to 0)
+        [0x80000005, 0x80000002, 0x80000009, 0x80000003],  # negative subnormals -> -2
+        [0x80000005, 0x80000000, 0x80000009, 0x80000003],  # -0 beats every negative subnormal
+        [0x7F800000, 0xFFC00001, 0x00000001, 0x3F800000],  # a negative NaN beats +inf
+        [0x00000001, 0xBF800000, 0xFF800000, 0x80000001],  # smallest positive subnormal
+    ]
+    bits = [b for blk in blocks for b in blk]
+    x = _f32(bits).reshape(1, -1)
+    e = torch.tensor([x.shape[1] + 100])  # newest block past the width: nothing pinned
+    want_bits = [0x00000000, 0x00000000, 0x80000000, 0x00000007, 0x80000002, 0x80000000, 0x7FFFFFFF, 0x00000001]
+    ref = block_scores_torch(x, e, None, 4, 1)
+    assert ref.view(torch.int32).tolist() == [[b - 2**32 if b >= 2**31 else b for b in want_bits]]
+    for padded in (False, True):
+        got = block_scores_triton(x, e, None, 4, 1, padded=padded)
+        assert torch.equal(got.view(torch.int32), ref.view(torch.int32)), (padded, got.view(torch.int32))
+    # ranking: NaN block 6, subnormal blocks 3 (7) and 7 (1), then the +0 blocks tie -> the smaller id 0
+    ids = dsa_lab.select_candidate_blocks(x, e, 4, block_size=4, impl="reference")
+    assert sorted(ids[0].tolist()) == [0, 3, 6, 7]
+    for impl in ("triton", "triton_unfused"):
+        got = dsa_lab.select_candidate_blocks(x, e, 4, block_size=4, impl=impl)
+        assert sorted(got[0].tolist()) == [0, 3, 6, 7], impl
+
+
 FLAG_CASES = [
     # rows, width, bs, rr, starts, candidates
     (2, 100, 8, 1, None, [[0, 12, -1, 5], [-1, -1, -1, -1]]),
