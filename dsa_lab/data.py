@@ -86,12 +86,13 @@ def _run(cmd: list[str], cwd=None) -> str | None:
 
 
 def _git_facts() -> dict:
+    if os.environ.get("DSA_LAB_COMMIT"):
+        # a copied tree (the lent GPU machine): the launcher passes the commit it sent; a .git there
+        # need not match the tree (seen 2026-11-29: it reported the previous HEAD), so the env wins
+        return {"commit": os.environ["DSA_LAB_COMMIT"], "dirty": os.environ.get("DSA_LAB_DIRTY") == "1"}
     root = repo_root()
     commit = _run(["git", "rev-parse", "HEAD"], cwd=root)
     status = _run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root)
-    if commit is None and os.environ.get("DSA_LAB_COMMIT"):
-        # a copy of the tree without .git (the lent GPU machine): the launcher passes the commit
-        return {"commit": os.environ["DSA_LAB_COMMIT"], "dirty": os.environ.get("DSA_LAB_DIRTY") == "1"}
     return {"commit": commit, "dirty": None if status is None else bool(status)}
 
 

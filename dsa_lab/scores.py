@@ -65,8 +65,9 @@ def block_scores_torch(logits, row_ends, row_starts=None, block_size=8, row_repe
     out = from_ordered_hi(ordered_hi(vals).amax(dim=2))
     newest = (end - start - 1).div(bs, rounding_mode="floor")
     pin = (end > start) & (newest < nblocks)
-    rows_idx = torch.arange(rows, device=logits.device)[pin]
-    out[rows_idx, newest[pin]] = float("inf")
+    # pin by scatter, not boolean indexing: no host sync, so the torch arm captures in a CUDA graph
+    col = newest.clamp(0, nblocks - 1)[:, None]
+    out.scatter_(1, col, torch.where(pin[:, None], torch.full_like(out[:, :1], float("inf")), out.gather(1, col)))
     return out
 
 

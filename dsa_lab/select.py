@@ -115,9 +115,7 @@ def select_candidate_blocks(
     Args: as :func:`dsa_lab.block_scores`, plus ``topk_blocks`` (int ``>= 1``) and ``out``
     (optional int32 ``[rows, topk_blocks]``).  ``impl`` also accepts ``"triton_unfused"``: bounded
     Triton block scores written to memory, then the select kernel (``"triton"`` fuses the two where
-    that was measured to pay: logits are read once and no scores tensor exists).  On a CUDA device
-    ``"auto"`` currently resolves to ``"torch"``: see the open GPU fuzz finding in
-    ``notes/select_kernel.md``.  The live block extent of row ``r`` is
+    that was measured to pay: logits are read once and no scores tensor exists).  The live block extent of row ``r`` is
     ``cdiv(min(end, width) - start, block_size)`` blocks, widened to include the pinned
     newest block; blocks past it are ``-inf`` and never selected.
 
@@ -127,11 +125,7 @@ def select_candidate_blocks(
     rows, width, bs, rr = _check_scores_args(logits, row_ends, row_starts, block_size, row_repeat)
     topk_blocks = _checks.positive_int(topk_blocks, "topk_blocks")
     _checks.out_tensor(out, (rows, topk_blocks), torch.int32, logits.device)
-    # auto_gpu="torch": a safety default while an open GPU fuzz finding stands (notes/select_kernel.md,
-    # "Recorded run"): the Triton candidate-block path returned wrong blocks in 6 of 140 random cases on
-    # the H200, and CUDA torch.topk met the contract on every case measured.  impl="triton" (or
-    # DSA_LAB_IMPL=triton) still selects the kernels.
-    arm = _impl.resolve(impl, logits.device, SELECT_IMPLS + ("triton_unfused",), auto_gpu="torch")
+    arm = _impl.resolve(impl, logits.device, SELECT_IMPLS + ("triton_unfused",))
     if arm in ("triton", "triton_unfused"):
         from .select_triton import select_candidate_blocks_triton
 

@@ -97,16 +97,27 @@ def default_arms(device) -> tuple[str, ...]:
     return ("triton", "triton_unfused", "torch")
 
 
-def run_matrix(*, scale: str, arms, seed: int, device, names=None, progress: bool = True) -> list[dict]:
+def run_matrix(*, scale: str, arms, seed: int, device, names=None, progress: bool = True,
+               shard: tuple[int, int] = (0, 1)) -> list[dict]:
+    """The named matrix (cases whose name contains one of ``names``; shard ``(i, n)`` takes every
+    n-th case from the i-th, so parallel processes compile different kernels).  Without a progress
+    bar each case prints one line as it finishes (a log that shows how far a cut-off run got)."""
     cases = [c for c in MATRIX if not names or any(n in c.name for n in names)]
+    si, sn = shard
+    idx = [i for i in range(len(cases)) if i % sn == si]
     results = []
-    it = cases
+    it = idx
     if progress:
         from tqdm import tqdm
 
-        it = tqdm(cases, desc=f"verify ({scale}, {','.join(arms)})", unit="case")
-    for i, c in enumerate(it):
-        results += run_case(c.sized(scale), arms, seed=seed + i, device=device)
+        it = tqdm(idx, desc=f"verify ({scale}, {','.join(arms)})", unit="case")
+    for i in it:
+        t0 = time.perf_counter()
+        rs = run_case(cases[i].sized(scale), arms, seed=seed + i, device=device)
+        results += rs
+        if not progress:
+            cells = " ".join(f"{r['arm']}={'ERR' if r['error'] else r['bad_rows']}" for r in rs)
+            print(f"  {cases[i].name:<26} {cells}  ({time.perf_counter() - t0:.1f} s)", flush=True)
     return results
 
 
@@ -264,6 +275,8 @@ def add_arguments(p) -> None:
     p.add_argument("--fuzz-dump", default=None, help="folder to save the first failing fuzz cases' inputs into")
     p.add_argument("--record", default=None, help="folder to write verify_matrix.csv / fuzz.json (+ metadata) into")
     p.add_argument("--no-matrix", action="store_true", help="skip the named matrix (e.g. a fuzz-only run)")
+    p.add_argument("--matrix-shard", default=None, help="I/N: run every N-th matrix case from the I-th (parallel shards)")
+    p.add_argument("--matrix-name", default="verify_matrix.csv", help="file name of the matrix record inside --record")
     p.add_argument("--no-progress", action="store_true")
 
 
@@ -279,7 +292,9 @@ def run(args) -> int:
     print(f"dsa-lab verify: backend {backend}; scale {scale}; arms {','.join(arms)}; seed {seed}")
     results = []
     if not args.no_matrix:
-        results = run_matrix(scale=scale, arms=arms, seed=seed, device=device, names=names, progress=not args.no_progress)
+        shard = tuple(int(v) for v in args.matrix_shard.split("/")) if args.matrix_shard else (0, 1)
+        results = run_matrix(scale=scale, arms=arms, seed=seed, device=device, names=names, progress=not args.no_progress,
+                             shard=shard)
         print(format_table(results))
     bad = failures(results)
     fz = None
@@ -293,7 +308,8 @@ def run(args) -> int:
             print(f"fuzz {a}: {c['mismatched_cases']} mismatched of {c['cases']} cases ({fz['seconds']} s)")
         bad += [f for f in fz["failures"] if f["strict"]]
     if args.record:
-        _record(args.record, results, fz, seed=seed, scale=scale, fuzz_name=args.fuzz_name)
+        _record(args.record, results, fz, seed=seed, scale=scale, fuzz_name=args.fuzz_name,
+                matrix_name=args.matrix_name)
     for r in bad[:10]:
         print(f"FAIL {r['case']} [{r['arm']}]: {r['error'] or r['first_mismatch']}")
     n_cases = len({r["case"] for r in results})
@@ -301,7 +317,8 @@ def run(args) -> int:
     return 1 if bad else 0
 
 
-def _record(folder: str, results, fz, *, seed: int, scale: str, fuzz_name: str = "fuzz.json") -> None:
+def _record(folder: str, results, fz, *, seed: int, scale: str, fuzz_name: str = "fuzz.json",
+            matrix_name: str = "verify_matrix.csv") -> None:
     import csv
     import sys
 
@@ -314,14 +331,38 @@ def _record(folder: str, results, fz, *, seed: int, scale: str, fuzz_name: str =
             json.dump({"meta": meta, **fz}, f, indent=1, default=str)
     if not results:
         return
-    path = os.path.join(folder, "verify_matrix.csv")
+    path = os.path.join(folder, matrix_name)
     cols = ["case", "op", "rows", "width", "k", "dist", "arm", "seed", "bad_rows", "strict", "first_mismatch", "error", "seconds"]
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols)
         w.writeheader()
         for r in results:
             w.writerow({c: r[c] for c in cols})
-    data.save_meta(os.path.join(folder, "verify_matrix.meta.json"), meta)
+    data.save_meta(path[: -len(".csv")] + ".meta.json" if path.endswith(".csv") else path + ".meta.json", meta)
+
+
+def merge_matrix_records(paths, out_path) -> int:
+    """Concatenate matrix shards (same seed, disjoint cases) into one CSV in matrix order; the first
+    shard's metadata, with every shard's command, goes beside it.  Returns the number of rows."""
+    import csv
+
+    from . import data
+
+    rows, cmds, meta = [], [], None
+    for p in paths:
+        with open(p, newline="") as f:
+            rows += list(csv.DictReader(f))
+        m = data.load_meta(p[: -len(".csv")] + ".meta.json")
+        meta = meta or m
+        cmds.append(m.get("command", ""))
+    order = {c.name: i for i, c in enumerate(MATRIX)}
+    rows.sort(key=lambda r: order.get(r["case"], len(order)))
+    with open(out_path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["case"])
+        w.writeheader()
+        w.writerows(rows)
+    data.save_meta(out_path[: -len(".csv")] + ".meta.json", {**(meta or {}), "shard_commands": cmds})
+    return len(rows)
 
 
 def merge_fuzz_records(paths, out_path) -> dict:
@@ -352,6 +393,8 @@ def merge_fuzz_records(paths, out_path) -> dict:
 if __name__ == "__main__":  # python -m dsa_lab.verify merge OUT SHARD...
     import sys
 
-    if len(sys.argv) >= 3 and sys.argv[1] == "merge":
+    if len(sys.argv) >= 3 and sys.argv[1] == "merge-matrix":
+        print(merge_matrix_records(sys.argv[3:], sys.argv[2]), "rows")
+    elif len(sys.argv) >= 3 and sys.argv[1] == "merge":
         r = merge_fuzz_records(sys.argv[3:], sys.argv[2])
         print(json.dumps({"n": r["n"], "arms": r["arms"]}))

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The recording run on the lent H200 (the tree is copied there without .git, so the commit is passed in).
 #   scripts/gpu_record.sh COMMIT PHASE [PHASE ...]
-# Phases: correct (proofs, matrix, graph tests and FUZZ_SHARDS fuzz shards run side by side: correctness only, so
-#         sharing the GPU is fine; CORRECT_S bounds it), proofs (2^32 key order), matrix (named matrix, both arms),
+# Phases: correct (float-max check, proofs, matrix, graph tests and five fuzz shards side by side: correctness only,
+#         so sharing the GPU is fine; CORRECT_S bounds it), proofs (2^32 key order), matrix (named matrix in
+#         MATRIX_SHARDS parallel shards, every arm, plus the graph-capture tests),
 #         graph (pytest -m gpu graph-capture tests),
 #         gputests (every gpu-marked test), sweep (select/full, resumable), stepprod (step + producer suites),
 #         fuzz (random cases, both arms), live (the notebooks' live callbacks on CUDA).
@@ -46,7 +47,19 @@ for ph in "$@"; do
       python3 -m dsa_lab.verify merge data/h200/fuzz.json data/h200/fuzz_shard*.json && rm -f data/h200/fuzz_shard*.json
       tail -n 4 "$LOGS"/fuzz_shard*.log; tail -n 8 "$LOGS/matrix.log"; tail -n 3 "$LOGS/graph_tests.log" ;;
     proofs) python3 -m dsa_lab.proofs --out data/h200/key_order_exhaustive.json ;;
-    matrix) cli verify --scale gpu --record data/h200 --no-progress ;;
+    matrix)
+      # MATRIX_SHARDS processes (same seed, disjoint cases) so that kernels compile in parallel; merged after
+      n=${MATRIX_SHARDS:-4}; seed=$(( RANDOM * 32768 + RANDOM )); box_s=$(box "${RESERVE_MATRIX_S:-60}")
+      for i in $(seq 0 $(( n - 1 ))); do
+        timeout "$box_s" python3 -m dsa_lab.cli verify --scale gpu --seed "$seed" --matrix-shard "$i/$n" \
+          --matrix-name "verify_matrix_shard$i.csv" --record data/h200 --no-progress > "$LOGS/matrix_shard$i.log" 2>&1 &
+      done
+      timeout "$box_s" python3 -m pytest -q -m gpu -k "graph or capture" -p no:cacheprovider \
+        tests/test_select_triton.py tests/test_producer.py > "$LOGS/graph_tests.log" 2>&1 &
+      wait
+      python3 -m dsa_lab.verify merge-matrix data/h200/verify_matrix.csv data/h200/verify_matrix_shard*.csv \
+        && rm -f data/h200/verify_matrix_shard*
+      tail -n 30 "$LOGS"/matrix_shard*.log; tail -n 3 "$LOGS/graph_tests.log" ;;
     graph) python3 -m pytest -q -m gpu -k "graph or capture" -p no:cacheprovider tests/test_select_triton.py tests/test_producer.py ;;
     gputests) python3 -m pytest -q -m gpu -p no:cacheprovider ${GPU_TESTS:-tests} ;;
     sweep) cli sweep --suite select,full --max-seconds "$(box "${RESERVE_SWEEP_S:-250}")" --no-progress ;;

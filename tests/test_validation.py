@@ -124,8 +124,8 @@ if __name__ == "__main__":
 
 
 def test_auto_resolution_per_device(monkeypatch):
-    """'auto' on a CUDA tensor takes the stage's auto_gpu arm (select_candidate_blocks asks for torch while the
-    GPU fuzz finding is open); the environment override still wins; CPU tensors are unaffected."""
+    """'auto' on a CUDA tensor takes the stage's auto_gpu arm (triton unless a stage asks otherwise); the
+    environment override still wins; CPU tensors are unaffected."""
     import torch as _t
 
     from dsa_lab import _impl
