@@ -238,6 +238,37 @@ def pipeline_figure(rows: str = "B*next_n", max_model_len: int = 262144, block_s
 _MISMATCH_FIELDS = ("mismatches", "mismatch_rows", "mismatch", "bad_rows", "disagree", "failures", "errors")
 
 
+def _summarize_fuzz(rec: dict, rel: str, path) -> str:
+    """A ``dsa-lab verify --fuzz`` record: cases and mismatching cases per arm, shards, failures."""
+    meta = rec.get("meta", {})
+    commit = str(meta.get("commit") or "?")[:7]
+    lines = [f"{rel} — {record_label(meta, path)} · commit {commit} · {meta.get('date_utc', '?')[:10]}",
+             f"  random cases: {rec['n']:,}" + (f" in {len(rec['shards'])} shards" if rec.get("shards") else "")]
+    for arm, c in sorted(rec["arms"].items()):
+        lines.append(f"  arm {arm}: {c['cases']:,} cases, {c['mismatched_cases']} with a mismatch")
+    for f in rec.get("failures", [])[:10]:
+        lines.append(f"  MISMATCH {f.get('case')} [{f.get('arm')}] seed {f.get('seed')}: "
+                     f"{f.get('error') or f.get('first_mismatch')}")
+    return "\n".join(lines)
+
+
+def float_max_table(path) -> str:
+    """The recorded float-max check (``scripts/gpu_float_max_check.py``): per block, the contract's max and
+    what ``torch.amax`` and a Triton ``tl.max`` returned on that GPU (``!`` marks a departure)."""
+    path = Path(path)
+    rel = _rel(path)
+    if not path.exists():
+        return f"NO RECORD: {rel} is absent (scripts/gpu_float_max_check.py on a GPU writes it)."
+    rec = json.loads(path.read_text())
+    meta = rec.get("meta", {})
+    lines = [f"{rel} — {record_label(meta, path)} · commit {str(meta.get('commit') or '?')[:7]}",
+             f"{'block (bit patterns; s = subnormal)':<30} {'contract':>10} {'torch.amax':>12} {'tl.max':>12}"]
+    for r in rec["rows"]:
+        lines.append(f"{r['block']:<30} {r['contract']:>10} {r['torch_amax'] + ('' if r['torch_amax_ok'] else ' !'):>12} "
+                     f"{r['triton_tl_max'] + ('' if r['triton_tl_max_ok'] else ' !'):>12}")
+    return "\n".join(lines)
+
+
 def summarize_verification(path) -> str:
     """Deterministic text summary of a verification record (CSV of per-configuration results, or JSON).
 
@@ -252,6 +283,8 @@ def summarize_verification(path) -> str:
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
     if path.suffix == ".json":
         rec = json.loads(path.read_text())
+        if isinstance(rec.get("arms"), dict) and "n" in rec:
+            return _summarize_fuzz(rec, rel, path)
         meta = {**meta, **{k: rec[k] for k in ("gpu", "gpu_name", "device") if k in rec}}
         lines = [f"{rel} — {record_label(meta, path)}"]
         for k in sorted(rec):
