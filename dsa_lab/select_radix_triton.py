@@ -1,0 +1,174 @@
+"""Radix (histogram) top-k selection for large k — an experimental arm, not yet the default.
+
+Why: the default "hier" kernel (:mod:`dsa_lab.select_triton`) ranks groups with bitonic ``tl.topk``
+whose input grows with ``KP = next_pow2(k)``; at k = 2048 over 8K-32K live blocks its last stage is
+one program sorting 8192 keys, and the H200 sweep at d86ffd8 measured 168-343 µs for one row (torch:
+62 µs).  A radix select does no sorting: it finds the k-th key digit by digit from histograms, then
+writes every column above it, so its work is a few streaming passes over the row whatever k is.
+
+Algorithm, one program per row (live extent ``L`` read on the device, as in the default kernel):
+
+* Each live column is a candidate when its score is above ``-inf`` (DESIGN §2); its rank is its
+  ordered high word ``u`` (:func:`dsa_lab.keys_triton.tl_ordered_hi`, unsigned: NaN on top), ties
+  to the smaller column.
+* Pass ``d = 0..3`` histograms the ``d``-th 8-bit digit of ``u`` over the candidates whose higher
+  digits equal the prefix found so far, and picks the digit where the count from the top reaches
+  ``need`` (k minus the candidates already known to be above).  It stops early when that digit's
+  whole bin is needed (then every candidate at or above the prefix is taken) or, before pass 0,
+  when a row has at most k candidates (then all of them are).
+* A last pass streams the row in column order and writes every candidate strictly above the
+  threshold prefix, plus the first ``need`` candidates equal to it (a running count in column
+  order: the contract's tie break), compacting positions with a prefix sum; slots past the
+  selected count get ``-1``.
+
+Work: at most five reads of the live row (four histogram passes and the output pass), no sort,
+independent of k; typically 2-3 histogram passes on continuous values, all four when many values
+tie.  The ids come out in column order (the contract leaves the order free).
+
+Status (2026-11-29): correct under the interpreter (tests/test_select_radix.py, the same
+reference and poisoning as every arm); its H200 timing is in ``notes/select_kernel.md``.  It is
+not wired into ``impl="triton"`` until a sweep shows where it wins.  ROCm: unverified.
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from .keys_triton import tl_ordered_hi
+from .select_triton import _row_extent
+
+__all__ = ["topk_select_radix", "select_candidate_blocks_radix"]
+
+_NEG_INF_U = tl.constexpr(-0x7F800001 + 2**31)  # unsigned ordered word of -inf: candidates are above it
+
+
+@triton.jit
+def _u_of(src_ptr, row_off, cols, L):
+    """(unsigned ordered word as int64, candidate mask) of the columns ``cols`` (``cols >= L`` masked)."""
+    live = cols < L
+    s = tl.load(src_ptr + row_off + cols, mask=live, other=float("-inf"))
+    u = tl_ordered_hi(s).to(tl.int64) + 2147483648
+    return u, live & (u > _NEG_INF_U)
+
+
+# shape ints are not specialised (one compiled kernel per k bucket and tile, not per value)
+@triton.jit(do_not_specialize=["n", "width", "k"])
+def _radix_kernel(
+    src_ptr, src_stride, len_ptr, start_ptr, out_ptr, n, width, k,
+    RR: tl.constexpr, LEN_MODE: tl.constexpr, HAS_START: tl.constexpr, BS: tl.constexpr,
+    TILE: tl.constexpr, KT: tl.constexpr,
+):
+    row = tl.program_id(0)
+    L, start, end = _row_extent(row, len_ptr, start_ptr, n, width, LEN_MODE, HAS_START, RR, BS)
+    row_off = row.to(tl.int64) * src_stride
+    lane = tl.arange(0, TILE)
+    bins = tl.arange(0, 256)
+    # number of candidates; a row with at most k of them takes them all (threshold = -inf's word)
+    ncand = tl.zeros([], tl.int64)
+    for t0 in range(0, L, TILE):
+        _, c = _u_of(src_ptr, row_off, t0 + lane, L)
+        ncand += tl.sum(c.to(tl.int64))
+    prefix = tl.zeros([], tl.int64) + _NEG_INF_U  # threshold at depth `shift`: take (u >> shift) > prefix ...
+    shift = tl.zeros([], tl.int64)
+    need = tl.zeros([], tl.int64)  # ... and the first `need` (column order) with (u >> shift) == prefix
+    done = ncand <= k
+    pre = tl.zeros([], tl.int64)  # digits found so far (value of u >> (32 - 8d))
+    rem = tl.zeros([], tl.int64) + k  # candidates still to take below the digits found so far
+    for d in tl.static_range(4):
+        if not done:
+            sh: tl.constexpr = 24 - 8 * d
+            hist = tl.zeros([256], tl.int32)
+            for t0 in range(0, L, TILE):
+                u, c = _u_of(src_ptr, row_off, t0 + lane, L)
+                m = c & ((u >> (sh + 8)) == pre)
+                dig = ((u >> sh) & 255).to(tl.int32)
+                hist += tl.histogram(dig, 256, mask=m)
+            # count from the top bin down: the digit where it reaches `rem`
+            hist = hist.to(tl.int64)
+            above = tl.sum(hist) - tl.cumsum(hist, 0)  # candidates in the bins above each bin
+            hit = (above < rem) & (above + hist >= rem)
+            b = tl.max(tl.where(hit, bins, -1)).to(tl.int64)
+            hb = tl.sum(tl.where(bins == b, hist, 0))
+            rem = rem - tl.sum(tl.where(bins == b, above, 0))
+            pre = pre * 256 + b
+            fin = rem == hb  # the whole bin is needed: take everything at or above the prefix
+            if d == 3:
+                fin = fin | True  # all 32 bits fixed: the ties break by column order
+            if fin:
+                prefix = pre
+                shift = shift * 0 + sh
+                need = rem
+                done = done | fin
+    # output pass, column order: above the threshold, then the first `need` equal to it
+    base = row.to(tl.int64) * k
+    cnt = tl.zeros([], tl.int64)
+    eq_seen = tl.zeros([], tl.int64)
+    for t0 in range(0, L, TILE):
+        cols = t0 + lane
+        u, c = _u_of(src_ptr, row_off, cols, L)
+        v = u >> shift
+        eq = c & (v == prefix)
+        eq_rank = eq_seen + tl.cumsum(eq.to(tl.int64), 0)
+        take = c & ((v > prefix) | (eq & (eq_rank <= need)))
+        pos = cnt + tl.cumsum(take.to(tl.int64), 0) - 1
+        tl.store(out_ptr + base + pos, cols.to(tl.int32), mask=take & (pos < k))
+        cnt += tl.sum(take.to(tl.int64))
+        eq_seen += tl.sum(eq.to(tl.int64))
+    cnt = tl.minimum(cnt, k)
+    jk = tl.arange(0, KT)
+    for j0 in range(0, k, KT):
+        j = j0 + jk
+        tl.store(out_ptr + base + j, tl.full([KT], -1, tl.int32), mask=(j >= cnt) & (j < k))
+
+
+def _np2(x: int) -> int:
+    return 1 if x <= 1 else 1 << (int(x) - 1).bit_length()
+
+
+def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, bs, tile, num_warps):
+    if out is None:
+        out = torch.empty((rows, k), dtype=torch.int32, device=src.device)
+    if rows == 0:
+        return out
+    tile = tile or max(256, min(4096, _np2(n)))
+    dummy = out
+    _radix_kernel[(rows,)](
+        src, src.stride(0), len_t if len_t is not None else dummy, start_t if start_t is not None else dummy,
+        out, n, width, k,
+        RR=rr, LEN_MODE=len_mode, HAS_START=start_t is not None, BS=bs, TILE=tile, KT=min(1024, _np2(k)),
+        num_warps=num_warps or (8 if tile >= 2048 else 4),
+    )
+    return out
+
+
+def topk_select_radix(scores, k, lengths=None, row_repeat=1, out=None, *, tile=None, num_warps=None):
+    """Radix arm of :func:`dsa_lab.topk_select` (same contract; arguments as
+    :func:`dsa_lab.select_triton.topk_select_triton`, validated by the caller).
+
+    Returns int32 ``[rows, k]``: the selected columns in column order, ``-1`` tail; every slot
+    written; columns at or past a row's length are never loaded.
+    """
+    rows, n = scores.shape
+    if n == 0:
+        res = out if out is not None else torch.empty((rows, k), dtype=torch.int32, device=scores.device)
+        return res.fill_(-1)
+    return _launch(scores, lengths, None, out, rows, n, n, k, row_repeat, 0 if lengths is None else 1, 1,
+                   tile, num_warps)
+
+
+def select_candidate_blocks_radix(logits, row_ends, topk_blocks, row_starts=None, block_size=8, row_repeat=1,
+                                  out=None, *, tile=None, num_warps=None):
+    """Candidate blocks through the radix arm: bounded Triton block scores, then the radix select over
+    each row's live block extent (the unfused composition of :mod:`dsa_lab.select_triton`)."""
+    from .scores_triton import block_scores_triton
+
+    rows, width = logits.shape
+    bs = int(block_size)
+    nblocks = -(-width // bs)
+    if nblocks == 0:
+        res = out if out is not None else torch.empty((rows, topk_blocks), dtype=torch.int32, device=logits.device)
+        return res.fill_(-1)
+    sc = block_scores_triton(logits, row_ends, row_starts, bs, row_repeat)
+    return _launch(sc, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat, 2, bs,
+                   tile, num_warps)
