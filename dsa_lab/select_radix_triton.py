@@ -21,13 +21,20 @@ Algorithm, one program per row (live extent ``L`` read on the device, as in the 
   order: the contract's tie break), compacting positions with a prefix sum; slots past the
   selected count get ``-1``.
 
-Work: at most five reads of the live row (four histogram passes and the output pass), no sort,
-independent of k; typically 2-3 histogram passes on continuous values, all four when many values
-tie.  The ids come out in column order (the contract leaves the order free).
+Work: at most six reads of the live row (a count, four histogram passes and the output pass), no
+sort, independent of k; typically 2-3 histogram passes on continuous values, all four when many
+values tie.  The ids come out in column order (the contract leaves the order free).
 
-Status (2026-11-29): correct under the interpreter (tests/test_select_radix.py, the same
-reference and poisoning as every arm); its H200 timing is in ``notes/select_kernel.md``.  It is
-not wired into ``impl="triton"`` until a sweep shows where it wins.  ROCm: unverified.
+:func:`_radix_compact_kernel` (``compact=True``, the default here) reads the row twice: the first
+digit's histogram, then one pass that writes every column above the threshold bin to the output and
+the bin's columns (in column order) to a per-row scratch list; the later digits work on that list,
+which is short for continuous values (all of the row when every value ties, as in the other kernel).
+
+Status (2026-11-29): both correct under the interpreter (tests/test_select_radix.py, the same
+reference and poisoning as every arm) and compiled for sm_90 with triton 3.6; the full-pass kernel
+was timed on the H200 (``data/h200/radix_dev.csv``, ``notes/select_kernel.md``: 2-5x faster than the
+default kernel at k = 2048, slower at k = 64); the compact kernel is not yet measured.  Neither is
+wired into ``impl="triton"`` until a recorded sweep shows where it wins.  ROCm: unverified.
 """
 from __future__ import annotations
 
@@ -122,29 +129,141 @@ def _radix_kernel(
         tl.store(out_ptr + base + j, tl.full([KT], -1, tl.int32), mask=(j >= cnt) & (j < k))
 
 
+@triton.jit
+def _pick(hist, rem, bins):
+    """(digit b, its count, candidates still needed below b's prefix) for a digit histogram: b is the
+    bin where the count from the top bin down reaches ``rem``."""
+    hist = hist.to(tl.int64)
+    above = tl.sum(hist) - tl.cumsum(hist, 0)  # candidates in the bins above each bin
+    hit = (above < rem) & (above + hist >= rem)
+    b = tl.max(tl.where(hit, bins, -1)).to(tl.int64)
+    hb = tl.sum(tl.where(bins == b, hist, 0))
+    return b, hb, rem - tl.sum(tl.where(bins == b, above, 0))
+
+
+@triton.jit(do_not_specialize=["n", "width", "k"])
+def _radix_compact_kernel(
+    src_ptr, src_stride, len_ptr, start_ptr, out_ptr, scr_ptr, n, width, k,
+    RR: tl.constexpr, LEN_MODE: tl.constexpr, HAS_START: tl.constexpr, BS: tl.constexpr,
+    TILE: tl.constexpr, KT: tl.constexpr,
+):
+    """Radix select with compaction: two passes over the row (the first digit's histogram; then every
+    key above its threshold bin to the output and the bin's columns, in column order, to the row's
+    scratch), then the later digits over the scratch list only (each digit: a histogram, and a
+    compaction pass unless the digit does not split the list)."""
+    row = tl.program_id(0)
+    L, start, end = _row_extent(row, len_ptr, start_ptr, n, width, LEN_MODE, HAS_START, RR, BS)
+    row_off = row.to(tl.int64) * src_stride
+    sbase = row.to(tl.int64) * n
+    base = row.to(tl.int64) * k
+    lane = tl.arange(0, TILE)
+    bins = tl.arange(0, 256)
+    # pass 0: histogram of the top digit over the candidates (its sum = the candidate count)
+    hist = tl.zeros([256], tl.int32)
+    for t0 in range(0, L, TILE):
+        u, c = _u_of(src_ptr, row_off, t0 + lane, L)
+        hist += tl.histogram(((u >> 24) & 255).to(tl.int32), 256, mask=c)
+    ncand = tl.sum(hist.to(tl.int64))
+    b, hb, rem = _pick(hist, tl.minimum(ncand, k), bins)
+    # a row with at most k candidates takes them all: every digit >= the lowest occupied one
+    b = tl.where(ncand <= k, -1, b)
+    last = ((rem == hb) | (ncand <= k)).to(tl.int32)  # the whole bin is needed: nothing left to refine
+    # pass 1: digit > b → output; digit == b → output too when `last`, else to the scratch list
+    cnt = tl.zeros([], tl.int64)
+    m = tl.zeros([], tl.int64)
+    for t0 in range(0, L, TILE):
+        cols = t0 + lane
+        u, c = _u_of(src_ptr, row_off, cols, L)
+        dg = (u >> 24) & 255
+        lastv = (dg * 0 + last) != 0  # a tile-shaped mask (the interpreter rejects a 0-d bool operand here)
+        tk = c & ((dg > b) | ((dg == b) & lastv))
+        kp = c & (dg == b) & (~lastv)
+        pos = cnt + tl.cumsum(tk.to(tl.int64), 0) - 1
+        tl.store(out_ptr + base + pos, cols.to(tl.int32), mask=tk & (pos < k))
+        spos = m + tl.cumsum(kp.to(tl.int64), 0) - 1
+        tl.store(scr_ptr + sbase + spos, cols.to(tl.int32), mask=kp)
+        cnt += tl.sum(tk.to(tl.int64))
+        m += tl.sum(kp.to(tl.int64))
+    pre = b
+    for d in tl.static_range(1, 4):
+        if m > 0:
+            sh: tl.constexpr = 24 - 8 * d
+            tl.debug_barrier()  # the scratch writes of the last pass precede these reads
+            hist = tl.zeros([256], tl.int32)
+            for t0 in range(0, m, TILE):
+                idx = t0 + lane
+                v = idx < m
+                col = tl.load(scr_ptr + sbase + idx, mask=v, other=0)
+                s = tl.load(src_ptr + row_off + col, mask=v, other=0.0)
+                u = tl_ordered_hi(s).to(tl.int64) + 2147483648
+                hist += tl.histogram(((u >> sh) & 255).to(tl.int32), 256, mask=v)
+            b, hb, rem2 = _pick(hist, rem, bins)
+            last = (rem2 == hb).to(tl.int32)
+            if d == 3:
+                last = last * 0 + 1  # all 32 bits fixed: the ties break by column order
+            if (hb < m) | (last != 0):  # the digit splits the list (or ends it): one compaction pass
+                seen = tl.zeros([], tl.int64)
+                m2 = tl.zeros([], tl.int64)
+                for t0 in range(0, m, TILE):
+                    idx = t0 + lane
+                    v = idx < m
+                    col = tl.load(scr_ptr + sbase + idx, mask=v, other=0)
+                    s = tl.load(src_ptr + row_off + col, mask=v, other=0.0)
+                    dg = ((tl_ordered_hi(s).to(tl.int64) + 2147483648) >> sh) & 255
+                    eq = v & (dg == b)
+                    rank = seen + tl.cumsum(eq.to(tl.int64), 0)  # ties in column order (the list is)
+                    lastv = (dg * 0 + last) != 0
+                    tk = v & ((dg > b) | (eq & lastv & (rank <= rem2)))
+                    kp = eq & (~lastv)
+                    pos = cnt + tl.cumsum(tk.to(tl.int64), 0) - 1
+                    tl.store(out_ptr + base + pos, col, mask=tk & (pos < k))
+                    # in place: a kept entry moves to a slot at or before the one it was read from,
+                    # and the cumsums above order every read of this tile before any write
+                    spos = m2 + tl.cumsum(kp.to(tl.int64), 0) - 1
+                    tl.store(scr_ptr + sbase + spos, col, mask=kp)
+                    cnt += tl.sum(tk.to(tl.int64))
+                    m2 += tl.sum(kp.to(tl.int64))
+                    seen += tl.sum(eq.to(tl.int64))
+                m = m2
+            rem = rem2
+            pre = pre * 256 + b
+    cnt = tl.minimum(cnt, k)
+    jk = tl.arange(0, KT)
+    for j0 in range(0, k, KT):
+        j = j0 + jk
+        tl.store(out_ptr + base + j, tl.full([KT], -1, tl.int32), mask=(j >= cnt) & (j < k))
+
+
 def _np2(x: int) -> int:
     return 1 if x <= 1 else 1 << (int(x) - 1).bit_length()
 
 
-def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, bs, tile, num_warps):
+def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, bs, tile, num_warps, compact):
     if out is None:
         out = torch.empty((rows, k), dtype=torch.int32, device=src.device)
     if rows == 0:
         return out
-    tile = tile or max(256, min(4096, _np2(n)))
+    tile = tile or max(256, min(2048, _np2(n)))
     dummy = out
-    _radix_kernel[(rows,)](
-        src, src.stride(0), len_t if len_t is not None else dummy, start_t if start_t is not None else dummy,
-        out, n, width, k,
-        RR=rr, LEN_MODE=len_mode, HAS_START=start_t is not None, BS=bs, TILE=tile, KT=min(1024, _np2(k)),
-        num_warps=num_warps or (8 if tile >= 2048 else 4),
-    )
+    lens = len_t if len_t is not None else dummy
+    starts = start_t if start_t is not None else dummy
+    meta = dict(RR=rr, LEN_MODE=len_mode, HAS_START=start_t is not None, BS=bs, TILE=tile, KT=min(1024, _np2(k)),
+                num_warps=num_warps or (8 if tile >= 2048 else 4))
+    if compact:
+        scr = torch.empty((rows * n,), dtype=torch.int32, device=src.device)  # the threshold bin's columns
+        _radix_compact_kernel[(rows,)](src, src.stride(0), lens, starts, out, scr, n, width, k, **meta)
+    else:
+        _radix_kernel[(rows,)](src, src.stride(0), lens, starts, out, n, width, k, **meta)
     return out
 
 
-def topk_select_radix(scores, k, lengths=None, row_repeat=1, out=None, *, tile=None, num_warps=None):
+def topk_select_radix(scores, k, lengths=None, row_repeat=1, out=None, *, tile=None, num_warps=None, compact=True):
     """Radix arm of :func:`dsa_lab.topk_select` (same contract; arguments as
     :func:`dsa_lab.select_triton.topk_select_triton`, validated by the caller).
+
+    ``compact=True`` (default): :func:`_radix_compact_kernel` (two passes over the row, later digits over
+    the threshold bin's list; unmeasured on a GPU so far); ``False``: :func:`_radix_kernel`, every digit
+    over the whole row (the version timed on the H200 at 11f3e60, ``data/h200/radix_dev.csv``).
 
     Returns int32 ``[rows, k]``: the selected columns in column order, ``-1`` tail; every slot
     written; columns at or past a row's length are never loaded.
@@ -154,11 +273,11 @@ def topk_select_radix(scores, k, lengths=None, row_repeat=1, out=None, *, tile=N
         res = out if out is not None else torch.empty((rows, k), dtype=torch.int32, device=scores.device)
         return res.fill_(-1)
     return _launch(scores, lengths, None, out, rows, n, n, k, row_repeat, 0 if lengths is None else 1, 1,
-                   tile, num_warps)
+                   tile, num_warps, compact)
 
 
 def select_candidate_blocks_radix(logits, row_ends, topk_blocks, row_starts=None, block_size=8, row_repeat=1,
-                                  out=None, *, tile=None, num_warps=None):
+                                  out=None, *, tile=None, num_warps=None, compact=True):
     """Candidate blocks through the radix arm: bounded Triton block scores, then the radix select over
     each row's live block extent (the unfused composition of :mod:`dsa_lab.select_triton`)."""
     from .scores_triton import block_scores_triton
@@ -171,4 +290,4 @@ def select_candidate_blocks_radix(logits, row_ends, topk_blocks, row_starts=None
         return res.fill_(-1)
     sc = block_scores_triton(logits, row_ends, row_starts, bs, row_repeat)
     return _launch(sc, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat, 2, bs,
-                   tile, num_warps)
+                   tile, num_warps, compact)

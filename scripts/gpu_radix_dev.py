@@ -6,7 +6,9 @@ Inputs are the sweep's select-stage inputs (:func:`dsa_lab.sweep.select_stage_in
 score workspace, live blocks from the seed's decode ends, newest block +inf, tail -inf).  For each point:
 the radix ids are checked against the exact reference (poisoned output, every slot), then the arms are
 timed in one process with :func:`dsa_lab.bench.time_cuda_graph`: ``torch`` (the upstream before-path),
-``triton`` (the default hier kernel), ``radix`` at two tile sizes.  Writes ``radix_dev.csv`` and
+``triton`` (the default hier kernel), ``radix_t2048`` (every digit over the whole row, the version first timed
+at 11f3e60) and ``radix_compact_t2048`` / ``radix_compact_t4096`` (two passes over the row, later digits over
+the threshold bin's list).  Writes ``radix_dev.csv`` and
 ``radix_dev.meta.json``; prints a short table.  Not the recorded sweep: a dev run for notes/select_kernel.md.
 """
 import csv
@@ -43,7 +45,7 @@ def main(out_dir, max_s):
     f = open(path, "w", newline="")
     w = csv.DictWriter(f, fieldnames=cols)
     w.writeheader()
-    print(f"{'ctx':>7} {'rows':>4} {'k':>5} {'dist':<7} {'torch':>8} {'triton':>8} {'radix2K':>8} {'radix4K':>8}  check")
+    print(f"{'ctx':>7} {'rows':>4} {'k':>5} {'dist':<7} {'torch':>8} {'triton':>8} {'radix':>8} {'cmp2K':>8} {'cmp4K':>8}  check")
     done = 0
     for i, (ctx, conc, nn, k, dist) in enumerate(POINTS):
         if time.time() - t_start > max_s:
@@ -53,21 +55,22 @@ def main(out_dir, max_s):
         inp = select_stage_inputs(p, MML, 1000 + i, "cuda")
         sc, L = inp["scores"], inp["lengths"]
         ref = topk_select_reference(sc, k, L, 1)
-        outs = {t: torch.empty((p.rows, k), dtype=torch.int32, device="cuda") for t in (2048, 4096)}
+        variants = {"radix_t2048": (2048, False), "radix_compact_t2048": (2048, True), "radix_compact_t4096": (4096, True)}
+        outs = {v: torch.empty((p.rows, k), dtype=torch.int32, device="cuda") for v in variants}
         check = "ok"
-        for t, o in outs.items():
-            o.fill_(0x7EADBEEF)
-            topk_select_radix(sc, k, L, 1, o, tile=t)
-            bad = int((torch.sort(o, 1).values != torch.sort(ref, 1).values).any(1).sum())
+        for v, (t, cmp) in variants.items():
+            outs[v].fill_(0x7EADBEEF)
+            topk_select_radix(sc, k, L, 1, outs[v], tile=t, compact=cmp)
+            bad = int((torch.sort(outs[v], 1).values != torch.sort(ref, 1).values).any(1).sum())
             if bad:
-                check = f"mismatch:{bad}/{p.rows} (tile {t})"
+                check = f"mismatch:{bad}/{p.rows} ({v})"
         o_tri = torch.empty((p.rows, k), dtype=torch.int32, device="cuda")
         arms = {
             "torch": lambda: torch_topk_store(sc, k),
             "triton": lambda: topk_select(sc, k, lengths=L, impl="triton", out=o_tri),
-            "radix_t2048": lambda: topk_select_radix(sc, k, L, 1, outs[2048], tile=2048),
-            "radix_t4096": lambda: topk_select_radix(sc, k, L, 1, outs[4096], tile=4096),
         }
+        for v, (t, cmp) in variants.items():
+            arms[v] = (lambda o=outs[v], t=t, cmp=cmp: topk_select_radix(sc, k, L, 1, o, tile=t, compact=cmp))
         res = {}
         for a, fn in arms.items():
             tm = bench.time_cuda_graph(fn, rep_ms=10.0, max_replays=60)
@@ -78,7 +81,8 @@ def main(out_dir, max_s):
         f.flush()
         done += 1
         print(f"{ctx:>7} {p.rows:>4} {k:>5} {dist:<7} {res['torch']:>8.1f} {res['triton']:>8.1f} "
-              f"{res['radix_t2048']:>8.1f} {res['radix_t4096']:>8.1f}  {check}", flush=True)
+              f"{res['radix_t2048']:>8.1f} {res['radix_compact_t2048']:>8.1f} {res['radix_compact_t4096']:>8.1f}  {check}",
+              flush=True)
     f.close()
     meta = data.collect_metadata(" ".join(["python3"] + sys.argv), {"points_done": done, "points_planned": len(POINTS),
                                                                      "timing": "cuda graph (dsa_lab.bench.time_cuda_graph)",

@@ -42,8 +42,9 @@ def _lengths(kind, groups, n, gen):
     return lens.to(torch.int32)
 
 
+@pytest.mark.parametrize("compact", [True, False], ids=["compact", "full-passes"])
 @pytest.mark.parametrize("rows,n,k,dist,lk", CASES, ids=[f"{c[3]}-{c[0]}x{c[1]}-k{c[2]}-{c[4]}" for c in CASES])
-def test_radix_matches_reference(rows, n, k, dist, lk, fresh_seed):
+def test_radix_matches_reference(rows, n, k, dist, lk, compact, fresh_seed):
     gen = torch.Generator().manual_seed(fresh_seed)
     x = fill(dist, rows, n, gen=gen)
     lens = _lengths(lk, rows, n, gen)
@@ -51,22 +52,24 @@ def test_radix_matches_reference(rows, n, k, dist, lk, fresh_seed):
         tail = torch.arange(n)[None, :] >= lens[:, None]
         x = torch.where(tail, torch.full_like(x, NAN), x)
     out = poisoned(rows, k, "cpu")
-    topk_select_radix(x, k, lens, 1, out)
+    topk_select_radix(x, k, lens, 1, out, compact=compact)
     assert_same_sets(out, topk_select_reference(x, k, lens, 1), f"seed={fresh_seed}")
 
 
+@pytest.mark.parametrize("compact", [True, False], ids=["compact", "full-passes"])
 @pytest.mark.parametrize("tile", [256, 1024])
-def test_radix_tiles_and_row_repeat(tile, fresh_seed):
+def test_radix_tiles_and_row_repeat(tile, compact, fresh_seed):
     """Rows longer than a tile (the histogram and the column-order carry cross tiles), row_repeat 3."""
     gen = torch.Generator().manual_seed(fresh_seed)
     x = fill("few_values", 6, 1900, gen=gen)
     lens = torch.tensor([1900, 777], dtype=torch.int32)
     out = poisoned(6, 300, "cpu")
-    topk_select_radix(x, 300, lens, 3, out, tile=tile)
+    topk_select_radix(x, 300, lens, 3, out, tile=tile, compact=compact)
     assert_same_sets(out, topk_select_reference(x, 300, lens, 3), f"seed={fresh_seed}")
 
 
-def test_radix_candidate_blocks(fresh_seed):
+@pytest.mark.parametrize("compact", [True, False], ids=["compact", "full-passes"])
+def test_radix_candidate_blocks(compact, fresh_seed):
     """The candidate-block composition (bounded scores → radix over the live block extent), with
     starts, ends past the width and row_repeat, equals the reference pipeline."""
     gen = torch.Generator().manual_seed(fresh_seed)
@@ -74,21 +77,22 @@ def test_radix_candidate_blocks(fresh_seed):
     ends = torch.tensor([3000, 4100], dtype=torch.int32)
     starts = torch.tensor([10, 600], dtype=torch.int32)
     for k in (64, 300):
-        got = select_candidate_blocks_radix(lg, ends, k, starts, 8, 2, poisoned(4, k, "cpu"))
+        got = select_candidate_blocks_radix(lg, ends, k, starts, 8, 2, poisoned(4, k, "cpu"), compact=compact)
         ref = dsa_lab.select_candidate_blocks(lg, ends, k, row_starts=starts, block_size=8, row_repeat=2,
                                               impl="reference")
         assert_same_sets(got, ref, f"k={k} seed={fresh_seed}")
 
 
-def test_radix_ties_take_the_smaller_columns():
-    """Worked example: 10 equal scores, k = 4 → columns 0-3 (all four digits, then column order);
-    a NaN at column 7 ranks first, -inf columns are never taken."""
+@pytest.mark.parametrize("compact", [True, False], ids=["compact", "full-passes"])
+def test_radix_ties_take_the_smaller_columns(compact):
+    """Worked example: 10 equal scores, k = 4 → columns 1-3 and the NaN at 7 (NaN ranks first; the
+    ties go through all four digits, then column order; the -inf column 0 is never taken)."""
     x = torch.full((1, 10), 2.5)
     x[0, 7] = NAN
     x[0, 0] = -INF
-    got = topk_select_radix(x, 4)
+    got = topk_select_radix(x, 4, compact=compact)
     assert sorted(got[0].tolist()) == [1, 2, 3, 7]
-    got = topk_select_radix(torch.full((1, 3), -INF), 4)
+    got = topk_select_radix(torch.full((1, 3), -INF), 4, compact=compact)
     assert got[0].tolist() == [-1, -1, -1, -1]
 
 
@@ -100,6 +104,7 @@ def test_gpu_radix_large(rows, n, live, k, fresh_seed):
     for dist in ("normal", "equal", "nan1pct", "few_values"):
         x = fill(dist, rows, n, gen=gen)
         lens = torch.randint(1, live + 1, (rows,), device="cuda", generator=gen).to(torch.int32)
-        out = poisoned(rows, k, "cuda")
-        topk_select_radix(x, k, lens, 1, out)
-        assert_same_sets(out, topk_select_reference(x, k, lens, 1), f"{dist} seed={fresh_seed}")
+        for compact in (True, False):
+            out = poisoned(rows, k, "cuda")
+            topk_select_radix(x, k, lens, 1, out, compact=compact)
+            assert_same_sets(out, topk_select_reference(x, k, lens, 1), f"{dist} compact={compact} seed={fresh_seed}")
