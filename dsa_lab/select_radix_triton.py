@@ -43,7 +43,8 @@ import triton
 import triton.language as tl
 
 from .keys_triton import tl_ordered_hi
-from .select_triton import _row_extent
+from . import _impl
+from .select_triton import _counters, _row_extent
 
 __all__ = ["topk_select_radix", "select_candidate_blocks_radix"]
 
@@ -122,11 +123,7 @@ def _radix_kernel(
         tl.store(out_ptr + base + pos, cols.to(tl.int32), mask=take & (pos < k))
         cnt += tl.sum(take.to(tl.int64))
         eq_seen += tl.sum(eq.to(tl.int64))
-    cnt = tl.minimum(cnt, k)
-    jk = tl.arange(0, KT)
-    for j0 in range(0, k, KT):
-        j = j0 + jk
-        tl.store(out_ptr + base + j, tl.full([KT], -1, tl.int32), mask=(j >= cnt) & (j < k))
+    _fill_tail(out_ptr, base, tl.minimum(cnt, k), k, KT)
 
 
 @triton.jit
@@ -139,6 +136,68 @@ def _pick(hist, rem, bins):
     b = tl.max(tl.where(hit, bins, -1)).to(tl.int64)
     hb = tl.sum(tl.where(bins == b, hist, 0))
     return b, hb, rem - tl.sum(tl.where(bins == b, above, 0))
+
+
+@triton.jit
+def _refine_list(src_ptr, row_off, scr_ptr, sbase, out_ptr, base, m, rem, cnt, k, TILE: tl.constexpr):
+    """Digits 1-3 over the row's scratch list (``m`` columns, column order, every one in the threshold
+    bin of the digits before; ``rem`` of them still to take; ``cnt`` ids already written).  Per digit: a
+    histogram, then (when the digit splits the list, or it is the last) one pass that writes the columns
+    above the new threshold and compacts the bin's columns in place.  Returns the ids written.
+    Scratch loads are ``.cg`` (it may have been written by other programs of the launch)."""
+    lane = tl.arange(0, TILE)
+    bins = tl.arange(0, 256)
+    for d in tl.static_range(1, 4):
+        if m > 0:
+            sh: tl.constexpr = 24 - 8 * d
+            tl.debug_barrier()  # the scratch writes of the last pass precede these reads
+            hist = tl.zeros([256], tl.int32)
+            for t0 in range(0, m, TILE):
+                idx = t0 + lane
+                v = idx < m
+                col = tl.load(scr_ptr + sbase + idx, mask=v, other=0, cache_modifier=".cg")
+                s = tl.load(src_ptr + row_off + col, mask=v, other=0.0)
+                u = tl_ordered_hi(s).to(tl.int64) + 2147483648
+                hist += tl.histogram(((u >> sh) & 255).to(tl.int32), 256, mask=v)
+            b, hb, rem2 = _pick(hist, rem, bins)
+            last = (rem2 == hb).to(tl.int32)
+            if d == 3:
+                last = last * 0 + 1  # all 32 bits fixed: the ties break by column order
+            if (hb < m) | (last != 0):  # the digit splits the list (or ends it): one compaction pass
+                seen = tl.zeros([], tl.int64)
+                m2 = tl.zeros([], tl.int64)
+                for t0 in range(0, m, TILE):
+                    idx = t0 + lane
+                    v = idx < m
+                    col = tl.load(scr_ptr + sbase + idx, mask=v, other=0, cache_modifier=".cg")
+                    s = tl.load(src_ptr + row_off + col, mask=v, other=0.0)
+                    dg = ((tl_ordered_hi(s).to(tl.int64) + 2147483648) >> sh) & 255
+                    eq = v & (dg == b)
+                    rank = seen + tl.cumsum(eq.to(tl.int64), 0)  # ties in column order (the list is)
+                    lastv = (dg * 0 + last) != 0  # tile-shaped (the interpreter rejects a 0-d bool operand)
+                    tk = v & ((dg > b) | (eq & lastv & (rank <= rem2)))
+                    kp = eq & (~lastv)
+                    pos = cnt + tl.cumsum(tk.to(tl.int64), 0) - 1
+                    tl.store(out_ptr + base + pos, col, mask=tk & (pos < k))
+                    # in place: a kept entry moves to a slot at or before the one it was read from,
+                    # and the cumsums above order every read of this tile before any write
+                    spos = m2 + tl.cumsum(kp.to(tl.int64), 0) - 1
+                    tl.store(scr_ptr + sbase + spos, col, mask=kp)
+                    cnt += tl.sum(tk.to(tl.int64))
+                    m2 += tl.sum(kp.to(tl.int64))
+                    seen += tl.sum(eq.to(tl.int64))
+                m = m2
+            rem = rem2
+    return cnt
+
+
+@triton.jit
+def _fill_tail(out_ptr, base, cnt, k, KT: tl.constexpr):
+    """Slots ``cnt .. k-1`` of the row get -1."""
+    jk = tl.arange(0, KT)
+    for j0 in range(0, k, KT):
+        j = j0 + jk
+        tl.store(out_ptr + base + j, tl.full([KT], -1, tl.int32), mask=(j >= cnt) & (j < k))
 
 
 @triton.jit(do_not_specialize=["n", "width", "k"])
@@ -184,86 +243,152 @@ def _radix_compact_kernel(
         tl.store(scr_ptr + sbase + spos, cols.to(tl.int32), mask=kp)
         cnt += tl.sum(tk.to(tl.int64))
         m += tl.sum(kp.to(tl.int64))
-    pre = b
-    for d in tl.static_range(1, 4):
-        if m > 0:
-            sh: tl.constexpr = 24 - 8 * d
-            tl.debug_barrier()  # the scratch writes of the last pass precede these reads
-            hist = tl.zeros([256], tl.int32)
-            for t0 in range(0, m, TILE):
-                idx = t0 + lane
-                v = idx < m
-                col = tl.load(scr_ptr + sbase + idx, mask=v, other=0)
-                s = tl.load(src_ptr + row_off + col, mask=v, other=0.0)
-                u = tl_ordered_hi(s).to(tl.int64) + 2147483648
-                hist += tl.histogram(((u >> sh) & 255).to(tl.int32), 256, mask=v)
-            b, hb, rem2 = _pick(hist, rem, bins)
-            last = (rem2 == hb).to(tl.int32)
-            if d == 3:
-                last = last * 0 + 1  # all 32 bits fixed: the ties break by column order
-            if (hb < m) | (last != 0):  # the digit splits the list (or ends it): one compaction pass
-                seen = tl.zeros([], tl.int64)
-                m2 = tl.zeros([], tl.int64)
-                for t0 in range(0, m, TILE):
-                    idx = t0 + lane
-                    v = idx < m
-                    col = tl.load(scr_ptr + sbase + idx, mask=v, other=0)
-                    s = tl.load(src_ptr + row_off + col, mask=v, other=0.0)
-                    dg = ((tl_ordered_hi(s).to(tl.int64) + 2147483648) >> sh) & 255
-                    eq = v & (dg == b)
-                    rank = seen + tl.cumsum(eq.to(tl.int64), 0)  # ties in column order (the list is)
-                    lastv = (dg * 0 + last) != 0
-                    tk = v & ((dg > b) | (eq & lastv & (rank <= rem2)))
-                    kp = eq & (~lastv)
-                    pos = cnt + tl.cumsum(tk.to(tl.int64), 0) - 1
-                    tl.store(out_ptr + base + pos, col, mask=tk & (pos < k))
-                    # in place: a kept entry moves to a slot at or before the one it was read from,
-                    # and the cumsums above order every read of this tile before any write
-                    spos = m2 + tl.cumsum(kp.to(tl.int64), 0) - 1
-                    tl.store(scr_ptr + sbase + spos, col, mask=kp)
-                    cnt += tl.sum(tk.to(tl.int64))
-                    m2 += tl.sum(kp.to(tl.int64))
-                    seen += tl.sum(eq.to(tl.int64))
-                m = m2
-            rem = rem2
-            pre = pre * 256 + b
-    cnt = tl.minimum(cnt, k)
-    jk = tl.arange(0, KT)
-    for j0 in range(0, k, KT):
-        j = j0 + jk
-        tl.store(out_ptr + base + j, tl.full([KT], -1, tl.int32), mask=(j >= cnt) & (j < k))
+    cnt = _refine_list(src_ptr, row_off, scr_ptr, sbase, out_ptr, base, m, rem, cnt, k, TILE)
+    _fill_tail(out_ptr, base, tl.minimum(cnt, k), k, KT)
+
+
+@triton.jit
+def _chunk(L, p, P, TILE: tl.constexpr):
+    """[lo, hi) of program p's share of a row of L columns split over P programs (whole tiles)."""
+    chunk = tl.maximum((tl.cdiv(L, P) + TILE - 1) // TILE * TILE, TILE)
+    lo = p * chunk
+    return lo, tl.minimum(lo + chunk, L)
+
+
+@triton.jit(do_not_specialize=["n", "width", "P"])
+def _radix_hist_kernel(
+    src_ptr, src_stride, len_ptr, start_ptr, ws_ptr, n, width, P,
+    RR: tl.constexpr, LEN_MODE: tl.constexpr, HAS_START: tl.constexpr, BS: tl.constexpr, TILE: tl.constexpr,
+):
+    """Split radix, launch 1 of 2 (grid rows x P): each program's histogram of the top digit over its share
+    of the row's candidates, to ``ws[row, p, :]`` (zeros for a program past the live extent)."""
+    row = tl.program_id(0)
+    p = tl.program_id(1)
+    L, start, end = _row_extent(row, len_ptr, start_ptr, n, width, LEN_MODE, HAS_START, RR, BS)
+    row_off = row.to(tl.int64) * src_stride
+    lo, hi = _chunk(L, p, P, TILE)
+    lane = tl.arange(0, TILE)
+    hist = tl.zeros([256], tl.int32)
+    for t0 in range(lo, hi, TILE):
+        u, c = _u_of(src_ptr, row_off, t0 + lane, hi)
+        hist += tl.histogram(((u >> 24) & 255).to(tl.int32), 256, mask=c)
+    tl.store(ws_ptr + (row.to(tl.int64) * P + p) * 256 + tl.arange(0, 256), hist)
+
+
+@triton.jit(do_not_specialize=["n", "width", "k", "P"])
+def _radix_split_kernel(
+    src_ptr, src_stride, len_ptr, start_ptr, out_ptr, ws_ptr, scr_ptr, cnt_ptr, n, width, k, P,
+    PP: tl.constexpr, RR: tl.constexpr, LEN_MODE: tl.constexpr, HAS_START: tl.constexpr, BS: tl.constexpr,
+    TILE: tl.constexpr, KT: tl.constexpr,
+):
+    """Split radix, launch 2 of 2 (grid rows x P).  Every program sums the P top-digit histograms of its
+    row (so all agree on the threshold bin), derives from them where its own columns go — the output
+    slots and scratch slots of the programs before it — and streams its share once: columns above the
+    bin to the output, the bin's columns to the scratch list (both in column order across programs).
+    When the bin needs refining, the last program to arrive (acq_rel counter per row, reset by it)
+    runs digits 1-3 over the list (:func:`_refine_list`)."""
+    row = tl.program_id(0)
+    p = tl.program_id(1)
+    L, start, end = _row_extent(row, len_ptr, start_ptr, n, width, LEN_MODE, HAS_START, RR, BS)
+    row_off = row.to(tl.int64) * src_stride
+    base = row.to(tl.int64) * k
+    sbase = row.to(tl.int64) * n
+    bins = tl.arange(0, 256)
+    pp = tl.arange(0, PP)
+    h = tl.load(ws_ptr + (row.to(tl.int64) * P + pp[:, None]) * 256 + bins[None, :], mask=pp[:, None] < P, other=0)
+    tot = tl.sum(h, axis=0)
+    ncand = tl.sum(tot.to(tl.int64))
+    b, hb, rem = _pick(tot, tl.minimum(ncand, k), bins)
+    b = tl.where(ncand <= k, -1, b)  # at most k candidates: take every one
+    last = ((rem == hb) | (ncand <= k)).to(tl.int32)
+    gt_p = tl.sum(tl.where(bins[None, :] > b, h, 0), axis=1).to(tl.int64)
+    eq_p = tl.sum(tl.where(bins[None, :] == b, h, 0), axis=1).to(tl.int64)
+    tk_p = gt_p + eq_p * last
+    cnt = tl.sum(tl.where(pp < p, tk_p, 0))  # output slots of the programs before this one
+    m = tl.sum(tl.where(pp < p, eq_p, 0)) * (1 - last)  # scratch slots of the programs before this one
+    lo, hi = _chunk(L, p, P, TILE)
+    lane = tl.arange(0, TILE)
+    for t0 in range(lo, hi, TILE):
+        cols = t0 + lane
+        u, c = _u_of(src_ptr, row_off, cols, hi)
+        dg = (u >> 24) & 255
+        lastv = (dg * 0 + last) != 0  # tile-shaped (the interpreter rejects a 0-d bool operand)
+        tk = c & ((dg > b) | ((dg == b) & lastv))
+        kp = c & (dg == b) & (~lastv)
+        pos = cnt + tl.cumsum(tk.to(tl.int64), 0) - 1
+        tl.store(out_ptr + base + pos, cols.to(tl.int32), mask=tk & (pos < k))
+        spos = m + tl.cumsum(kp.to(tl.int64), 0) - 1
+        tl.store(scr_ptr + sbase + spos, cols.to(tl.int32), mask=kp)
+        cnt += tl.sum(tk.to(tl.int64))
+        m += tl.sum(kp.to(tl.int64))
+    total = tl.sum(tk_p)
+    if last != 0:
+        if p == 0:  # at most k candidates (or the whole bin taken): the rest of the k slots are -1
+            _fill_tail(out_ptr, base, tl.minimum(total, k), k, KT)
+    else:
+        tl.debug_barrier()  # every lane's scratch/output stores precede the release below
+        old = tl.atomic_add(cnt_ptr + row, 1, sem="acq_rel")
+        if old == P - 1:
+            tl.debug_barrier()
+            _refine_list(src_ptr, row_off, scr_ptr, sbase, out_ptr, base, hb, rem, total, k, TILE)
+            tl.store(cnt_ptr + row, 0)  # reset for the next call / graph replay
 
 
 def _np2(x: int) -> int:
     return 1 if x <= 1 else 1 << (int(x) - 1).bit_length()
 
 
-def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, bs, tile, num_warps, compact):
+def split_programs(rows: int, n: int, sm_count: int, tile: int) -> int:
+    """Programs per row for the split radix: fill the device about twice, at least one tile each,
+    at most 32 (every program sums the P x 256 histograms of its row)."""
+    return max(1, min((2 * sm_count) // max(rows, 1), -(-n // tile), 32))
+
+
+def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, bs, tile, num_warps, compact, split):
     if out is None:
         out = torch.empty((rows, k), dtype=torch.int32, device=src.device)
     if rows == 0:
         return out
-    tile = tile or max(256, min(2048, _np2(n)))
+    dev = src.device
     dummy = out
     lens = len_t if len_t is not None else dummy
     starts = start_t if start_t is not None else dummy
-    meta = dict(RR=rr, LEN_MODE=len_mode, HAS_START=start_t is not None, BS=bs, TILE=tile, KT=min(1024, _np2(k)),
-                num_warps=num_warps or (8 if tile >= 2048 else 4))
-    if compact:
-        scr = torch.empty((rows * n,), dtype=torch.int32, device=src.device)  # the threshold bin's columns
-        _radix_compact_kernel[(rows,)](src, src.stride(0), lens, starts, out, scr, n, width, k, **meta)
+    if split is True or split is None:
+        P = split_programs(rows, n, int(_impl.facts_for(src)["sm_count"]), tile or 1024)
     else:
-        _radix_kernel[(rows,)](src, src.stride(0), lens, starts, out, n, width, k, **meta)
+        P = max(1, int(split))  # False → 1; an int forces P (tests)
+    if P > 1:
+        tile = tile or 1024
+    tile = tile or max(256, min(2048, _np2(n)))
+    meta = dict(RR=rr, LEN_MODE=len_mode, HAS_START=start_t is not None, BS=bs, TILE=tile,
+                num_warps=num_warps or (8 if tile >= 2048 else 4))
+    kt = min(1024, _np2(k))
+    if P > 1:
+        ws = torch.empty((rows * P * 256,), dtype=torch.int32, device=dev)
+        scr = torch.empty((rows * n,), dtype=torch.int32, device=dev)
+        cnt = _counters(dev, rows)
+        _radix_hist_kernel[(rows, P)](src, src.stride(0), lens, starts, ws, n, width, P, **meta)
+        _radix_split_kernel[(rows, P)](src, src.stride(0), lens, starts, out, ws, scr, cnt, n, width, k, P,
+                                       PP=_np2(P), KT=kt, **meta)
+    elif compact:
+        scr = torch.empty((rows * n,), dtype=torch.int32, device=dev)  # the threshold bin's columns
+        _radix_compact_kernel[(rows,)](src, src.stride(0), lens, starts, out, scr, n, width, k, KT=kt, **meta)
+    else:
+        _radix_kernel[(rows,)](src, src.stride(0), lens, starts, out, n, width, k, KT=kt, **meta)
     return out
 
 
-def topk_select_radix(scores, k, lengths=None, row_repeat=1, out=None, *, tile=None, num_warps=None, compact=True):
+def topk_select_radix(scores, k, lengths=None, row_repeat=1, out=None, *, tile=None, num_warps=None, compact=True,
+                      split=False):
     """Radix arm of :func:`dsa_lab.topk_select` (same contract; arguments as
     :func:`dsa_lab.select_triton.topk_select_triton`, validated by the caller).
 
     ``compact=True`` (default): :func:`_radix_compact_kernel` (two passes over the row, later digits over
     the threshold bin's list; unmeasured on a GPU so far); ``False``: :func:`_radix_kernel`, every digit
     over the whole row (the version timed on the H200 at 11f3e60, ``data/h200/radix_dev.csv``).
+    ``split``: ``False`` (default) one program per row; ``None``/``True`` split each row over
+    :func:`split_programs` programs (two launches: :func:`_radix_hist_kernel`, :func:`_radix_split_kernel`;
+    one program per row where that gives 1); an int forces that many programs (tests).  Unmeasured.
 
     Returns int32 ``[rows, k]``: the selected columns in column order, ``-1`` tail; every slot
     written; columns at or past a row's length are never loaded.
@@ -273,11 +398,11 @@ def topk_select_radix(scores, k, lengths=None, row_repeat=1, out=None, *, tile=N
         res = out if out is not None else torch.empty((rows, k), dtype=torch.int32, device=scores.device)
         return res.fill_(-1)
     return _launch(scores, lengths, None, out, rows, n, n, k, row_repeat, 0 if lengths is None else 1, 1,
-                   tile, num_warps, compact)
+                   tile, num_warps, compact, split)
 
 
 def select_candidate_blocks_radix(logits, row_ends, topk_blocks, row_starts=None, block_size=8, row_repeat=1,
-                                  out=None, *, tile=None, num_warps=None, compact=True):
+                                  out=None, *, tile=None, num_warps=None, compact=True, split=False):
     """Candidate blocks through the radix arm: bounded Triton block scores, then the radix select over
     each row's live block extent (the unfused composition of :mod:`dsa_lab.select_triton`)."""
     from .scores_triton import block_scores_triton
@@ -290,4 +415,4 @@ def select_candidate_blocks_radix(logits, row_ends, topk_blocks, row_starts=None
         return res.fill_(-1)
     sc = block_scores_triton(logits, row_ends, row_starts, bs, row_repeat)
     return _launch(sc, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat, 2, bs,
-                   tile, num_warps, compact)
+                   tile, num_warps, compact, split)

@@ -252,6 +252,29 @@ def _summarize_fuzz(rec: dict, rel: str, path) -> str:
     return "\n".join(lines)
 
 
+def radix_dev_rows(rows: list[dict]) -> list[dict]:
+    """Rows of ``data/<gpu>/radix_dev.csv`` (``scripts/gpu_radix_dev.py``) as one table row per point:
+    torch, the default kernel, the best radix variant, and the two ratios; sorted by k (large first),
+    distribution, context, rows."""
+    pts: dict = {}
+    for r in rows:
+        key = (int(r["k"]), str(r["dist"]), int(r["context"]), int(r["rows"]))
+        pts.setdefault(key, {})[str(r["arm"])] = float(r["median_us"])
+        if str(r["arm"]).startswith("radix") and r.get("check"):
+            pts[key]["_check"] = str(r["check"])
+    out = []
+    for (k, dist, ctx, nrows), d in sorted(pts.items(), key=lambda t: (-t[0][0], t[0][1] != "normal", t[0][1], t[0][2], t[0][3])):
+        radix = [v for a, v in d.items() if a.startswith("radix")]
+        if not radix or "torch" not in d or "triton" not in d:
+            continue
+        best = min(radix)
+        out.append({"k": k, "dist": dist, "context": ctx, "rows": nrows, "torch_us": f"{d['torch']:.1f}",
+                    "hier_us": f"{d['triton']:.1f}", "radix_us": f"{best:.1f}",
+                    "radix_vs_hier": f"{d['triton'] / best:.2f}x", "radix_vs_torch": f"{d['torch'] / best:.2f}x",
+                    "check": d.get("_check", "")})
+    return out
+
+
 def float_max_table(path) -> str:
     """The recorded float-max check (``scripts/gpu_float_max_check.py``): per block, the contract's max and
     what ``torch.amax`` and a Triton ``tl.max`` returned on that GPU (``!`` marks a departure)."""
@@ -262,10 +285,10 @@ def float_max_table(path) -> str:
     rec = json.loads(path.read_text())
     meta = rec.get("meta", {})
     lines = [f"{rel} — {record_label(meta, path)} · commit {str(meta.get('commit') or '?')[:7]}",
-             f"{'block (bit patterns; s = subnormal)':<30} {'contract':>10} {'torch.amax':>12} {'tl.max':>12}"]
+             f"{'block (bit patterns; s = subnormal)':<36}{'contract':<12}{'torch.amax':<14}tl.max"]
     for r in rec["rows"]:
-        lines.append(f"{r['block']:<30} {r['contract']:>10} {r['torch_amax'] + ('' if r['torch_amax_ok'] else ' !'):>12} "
-                     f"{r['triton_tl_max'] + ('' if r['triton_tl_max_ok'] else ' !'):>12}")
+        lines.append(f"{r['block']:<36}{r['contract']:<12}{r['torch_amax'] + ('' if r['torch_amax_ok'] else ' !'):<14}"
+                     f"{r['triton_tl_max'] + ('' if r['triton_tl_max_ok'] else ' !'):<14}".rstrip())
     return "\n".join(lines)
 
 

@@ -71,15 +71,37 @@ viz.time_vs_rows_figure(*sweep, context=262144)
 # %% [markdown]
 # ## Tile choice vs context
 #
-# The seed's own open point (MI355X, transcribed): a 1024-wide tile helps 64K context but hurts 4K. This kernel
-# picks the tile from shapes (256 when a row is split, 512 for one program per row; at least `next_pow2(k)`), and
-# the split from the live extent, so short contexts do not pay for a wide tile.
+# The seed's own open point (MI355X, transcribed): a 1024-wide tile helps 64K context but hurts 4K. The default
+# kernel here ("hier", `dsa_lab.select_triton`) has no single tile to choose: a row of at most 512 live columns
+# takes one direct 512-key top-k (short contexts pay for nothing wider), longer rows are streamed in super groups
+# (64 columns at k <= 64) by programs that each take at least 1024 columns, split from the row's live extent on the
+# device, and the last program ranks group maxima (three 512-key top-k whatever the context). Its cost is set by
+# the live extent and by `next_pow2(k)` — which is where it breaks down at large k (next section).
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 tile_note = viz.load_records("tile_note", gpu="mi355x_seed")
 print(viz.record_label(tile_note[1], tile_note[2]))
 print(proofs.format_table(tile_note[0]) if tile_note[0] else "NO RECORD")
+
+# %% [markdown]
+# ## Large k: when sorting stops paying (a measured experiment, not the default)
+#
+# At k = 2048 the hier kernel's groups shrink to 2 x 2 and its last stage is one program running a bitonic top-k
+# over up to 8192 keys: the recorded sweep has it *slower* than `torch.topk` at 64K and 256K context. A radix
+# select (`dsa_lab.select_radix_triton`) finds the k-th key digit by digit from histograms and never sorts. A dev
+# run on the H200 timed it beside the default kernel and torch on the sweep's inputs (every output checked against
+# the exact reference first); best of its two tile sizes:
+
+# %%
+radix = viz.load_records("radix_dev")
+print(viz.record_label(radix[1], radix[2]) if radix[0] else "NO RECORD")
+print(proofs.format_table(viz.radix_dev_rows(radix[0])) if radix[0] else "NO RECORD")
+
+# %% [markdown]
+# It wins wherever hier's sort is big (k = 2048: 2-5x) and loses where hier takes its direct 512-key path (k = 64).
+# One program per row still streams the whole row several times, so long single rows stay slow; the compacting
+# and split versions in the same module address that and await their GPU run (`notes/select_kernel.md`).
 
 # %% [markdown]
 # ## The roofline, with measured ceilings
@@ -101,7 +123,7 @@ if sweep[0]:
         for arm in sorted({r["arm"] for r in pts}):
             fr = sorted(r["roofline_frac"] for r in viz.select_rows(pts, arm=arm) if r.get("roofline_frac"))
             if fr:
-                print(f"{stage:6s} {arm:15s} roofline fraction: median {fr[len(fr) // 2]:.2f}, best {fr[-1]:.2f}, worst {fr[0]:.3f}")
+                print(f"{stage:6s} {arm:15s} roofline fraction: median {fr[len(fr) // 2]:.3f}, best {fr[-1]:.3f}, worst {fr[0]:.3f}")
 else:
     print("NO RECORD")
 

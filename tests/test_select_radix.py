@@ -108,3 +108,36 @@ def test_gpu_radix_large(rows, n, live, k, fresh_seed):
             out = poisoned(rows, k, "cuda")
             topk_select_radix(x, k, lens, 1, out, compact=compact)
             assert_same_sets(out, topk_select_reference(x, k, lens, 1), f"{dist} compact={compact} seed={fresh_seed}")
+
+
+@pytest.mark.parametrize("P", [2, 3, 5])
+@pytest.mark.parametrize("dist,k", [("normal", 64), ("few_values", 300), ("equal", 100), ("nan_payloads", 64),
+                                    ("all_neginf", 64), ("signed_zero", 512)])
+def test_radix_split_rows(P, dist, k, fresh_seed):
+    """The split radix (P programs per row, two launches, last-arriver refinement) on rows longer and
+    shorter than P tiles, ragged ends with a zero-length row, garbage past the ends; then a second call
+    on new values through the same counters (they must have been reset)."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    for rep in range(2):
+        x = fill(dist, 4, 1500, gen=gen)
+        lens = torch.tensor([1500, 700, 0, 257], dtype=torch.int32)
+        tail = torch.arange(1500)[None, :] >= lens[:, None]
+        x = torch.where(tail, torch.full_like(x, NAN), x)
+        out = poisoned(4, k, "cpu")
+        topk_select_radix(x, k, lens, 1, out, tile=256, split=P)
+        assert_same_sets(out, topk_select_reference(x, k, lens, 1), f"P={P} rep={rep} seed={fresh_seed}")
+
+
+def test_radix_split_plan_and_blocks(fresh_seed):
+    """split=True sizes P from the device's SM count (1 row → several programs, many rows → 1), and the
+    candidate-block composition runs through it."""
+    from dsa_lab.select_radix_triton import split_programs
+
+    assert split_programs(1, 32768, 132, 1024) == 32 and split_programs(640, 32768, 132, 1024) == 1
+    assert split_programs(4, 3000, 132, 1024) == 3
+    gen = torch.Generator().manual_seed(fresh_seed)
+    lg = torch.randn(2, 4000, generator=gen)
+    ends = torch.tensor([4000, 2500], dtype=torch.int32)
+    got = select_candidate_blocks_radix(lg, ends, 64, None, 1, 1, poisoned(2, 64, "cpu"), tile=256, split=True)
+    ref = dsa_lab.select_candidate_blocks(lg, ends, 64, block_size=1, impl="reference")
+    assert_same_sets(got, ref, f"seed={fresh_seed}")

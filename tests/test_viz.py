@@ -248,3 +248,14 @@ def test_float_max_table(tmp_path):
     s = viz.float_max_table(p)
     assert "NVIDIA H200" in s and "commit 0123456" in s
     assert "0x80000000 !" in s and "0x00000000 !" not in s
+
+
+def test_radix_dev_rows():
+    rows = [{"k": 2048, "dist": "normal", "context": 4096, "rows": 1, "arm": a, "median_us": v, "check": c}
+            for a, v, c in (("torch", 60.0, ""), ("triton", 20.0, ""), ("radix_t2048", 5.0, "ok"), ("radix_t4096", 10.0, "ok"))]
+    rows += [{"k": 64, "dist": "normal", "context": 4096, "rows": 1, "arm": a, "median_us": v, "check": "ok"}
+             for a, v in (("torch", 40.0), ("triton", 2.0), ("radix_t2048", 8.0))]
+    t = viz.radix_dev_rows(rows)
+    assert [r["k"] for r in t] == [2048, 64]
+    assert t[0]["radix_us"] == "5.0" and t[0]["radix_vs_hier"] == "4.00x" and t[0]["radix_vs_torch"] == "12.00x"
+    assert t[1]["radix_vs_hier"] == "0.25x" and t[0]["check"] == "ok"
