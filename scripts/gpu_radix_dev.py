@@ -8,7 +8,7 @@ the radix ids are checked against the exact reference (poisoned output, every sl
 timed in one process with :func:`dsa_lab.bench.time_cuda_graph`: ``torch`` (the upstream before-path),
 ``triton`` (the default hier kernel), ``radix_t2048`` (every digit over the whole row, the version first timed
 at 11f3e60) and ``radix_compact_t2048`` / ``radix_compact_t4096`` (two passes over the row, later digits over
-the threshold bin's list).  Writes ``radix_dev.csv`` and
+the threshold bin's list), ``radix_split`` (compact, each row split over programs by the SM count: two launches).  Writes ``radix_dev.csv`` and
 ``radix_dev.meta.json``; prints a short table.  Not the recorded sweep: a dev run for notes/select_kernel.md.
 """
 import csv
@@ -45,7 +45,8 @@ def main(out_dir, max_s):
     f = open(path, "w", newline="")
     w = csv.DictWriter(f, fieldnames=cols)
     w.writeheader()
-    print(f"{'ctx':>7} {'rows':>4} {'k':>5} {'dist':<7} {'torch':>8} {'triton':>8} {'radix':>8} {'cmp2K':>8} {'cmp4K':>8}  check")
+    print(f"{'ctx':>7} {'rows':>4} {'k':>5} {'dist':<7} {'torch':>8} {'triton':>8} {'radix':>8} {'cmp2K':>8} {'cmp4K':>8}"
+          f" {'split':>8}  check")
     done = 0
     for i, (ctx, conc, nn, k, dist) in enumerate(POINTS):
         if time.time() - t_start > max_s:
@@ -55,12 +56,14 @@ def main(out_dir, max_s):
         inp = select_stage_inputs(p, MML, 1000 + i, "cuda")
         sc, L = inp["scores"], inp["lengths"]
         ref = topk_select_reference(sc, k, L, 1)
-        variants = {"radix_t2048": (2048, False), "radix_compact_t2048": (2048, True), "radix_compact_t4096": (4096, True)}
+        # (tile, compact, split): split=None sizes programs per row from the SM count (1 at many rows)
+        variants = {"radix_t2048": (2048, False, False), "radix_compact_t2048": (2048, True, False),
+                    "radix_compact_t4096": (4096, True, False), "radix_split": (None, True, None)}
         outs = {v: torch.empty((p.rows, k), dtype=torch.int32, device="cuda") for v in variants}
         check = "ok"
-        for v, (t, cmp) in variants.items():
+        for v, (t, cmp, spl) in variants.items():
             outs[v].fill_(0x7EADBEEF)
-            topk_select_radix(sc, k, L, 1, outs[v], tile=t, compact=cmp)
+            topk_select_radix(sc, k, L, 1, outs[v], tile=t, compact=cmp, split=spl)
             bad = int((torch.sort(outs[v], 1).values != torch.sort(ref, 1).values).any(1).sum())
             if bad:
                 check = f"mismatch:{bad}/{p.rows} ({v})"
@@ -69,8 +72,9 @@ def main(out_dir, max_s):
             "torch": lambda: torch_topk_store(sc, k),
             "triton": lambda: topk_select(sc, k, lengths=L, impl="triton", out=o_tri),
         }
-        for v, (t, cmp) in variants.items():
-            arms[v] = (lambda o=outs[v], t=t, cmp=cmp: topk_select_radix(sc, k, L, 1, o, tile=t, compact=cmp))
+        for v, (t, cmp, spl) in variants.items():
+            arms[v] = (lambda o=outs[v], t=t, cmp=cmp, spl=spl: topk_select_radix(sc, k, L, 1, o, tile=t, compact=cmp,
+                                                                                     split=spl))
         res = {}
         for a, fn in arms.items():
             tm = bench.time_cuda_graph(fn, rep_ms=10.0, max_replays=60)
@@ -81,7 +85,8 @@ def main(out_dir, max_s):
         f.flush()
         done += 1
         print(f"{ctx:>7} {p.rows:>4} {k:>5} {dist:<7} {res['torch']:>8.1f} {res['triton']:>8.1f} "
-              f"{res['radix_t2048']:>8.1f} {res['radix_compact_t2048']:>8.1f} {res['radix_compact_t4096']:>8.1f}  {check}",
+              f"{res['radix_t2048']:>8.1f} {res['radix_compact_t2048']:>8.1f} {res['radix_compact_t4096']:>8.1f}"
+              f" {res['radix_split']:>8.1f}  {check}",
               flush=True)
     f.close()
     meta = data.collect_metadata(" ".join(["python3"] + sys.argv), {"points_done": done, "points_planned": len(POINTS),
