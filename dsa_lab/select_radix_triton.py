@@ -60,6 +60,18 @@ def _u_of(src_ptr, row_off, cols, L):
     return u, live & (u > _NEG_INF_U)
 
 
+@triton.jit
+def _pick(hist, rem, bins):
+    """(digit b, its count, candidates still needed below b's prefix) for a digit histogram: b is the
+    bin where the count from the top bin down reaches ``rem``."""
+    hist = hist.to(tl.int64)
+    above = tl.sum(hist) - tl.cumsum(hist, 0)  # candidates in the bins above each bin
+    hit = (above < rem) & (above + hist >= rem)
+    b = tl.max(tl.where(hit, bins, -1)).to(tl.int64)
+    hb = tl.sum(tl.where(bins == b, hist, 0))
+    return b, hb, rem - tl.sum(tl.where(bins == b, above, 0))
+
+
 # shape ints are not specialised (one compiled kernel per k bucket and tile, not per value)
 @triton.jit(do_not_specialize=["n", "width", "k"])
 def _radix_kernel(
@@ -92,13 +104,7 @@ def _radix_kernel(
                 m = c & ((u >> (sh + 8)) == pre)
                 dig = ((u >> sh) & 255).to(tl.int32)
                 hist += tl.histogram(dig, 256, mask=m)
-            # count from the top bin down: the digit where it reaches `rem`
-            hist = hist.to(tl.int64)
-            above = tl.sum(hist) - tl.cumsum(hist, 0)  # candidates in the bins above each bin
-            hit = (above < rem) & (above + hist >= rem)
-            b = tl.max(tl.where(hit, bins, -1)).to(tl.int64)
-            hb = tl.sum(tl.where(bins == b, hist, 0))
-            rem = rem - tl.sum(tl.where(bins == b, above, 0))
+            b, hb, rem = _pick(hist, rem, bins)  # the digit where the count from the top reaches `rem`
             pre = pre * 256 + b
             fin = rem == hb  # the whole bin is needed: take everything at or above the prefix
             if d == 3:
@@ -124,18 +130,6 @@ def _radix_kernel(
         cnt += tl.sum(take.to(tl.int64))
         eq_seen += tl.sum(eq.to(tl.int64))
     _fill_tail(out_ptr, base, tl.minimum(cnt, k), k, KT)
-
-
-@triton.jit
-def _pick(hist, rem, bins):
-    """(digit b, its count, candidates still needed below b's prefix) for a digit histogram: b is the
-    bin where the count from the top bin down reaches ``rem``."""
-    hist = hist.to(tl.int64)
-    above = tl.sum(hist) - tl.cumsum(hist, 0)  # candidates in the bins above each bin
-    hit = (above < rem) & (above + hist >= rem)
-    b = tl.max(tl.where(hit, bins, -1)).to(tl.int64)
-    hb = tl.sum(tl.where(bins == b, hist, 0))
-    return b, hb, rem - tl.sum(tl.where(bins == b, above, 0))
 
 
 @triton.jit
@@ -200,6 +194,49 @@ def _fill_tail(out_ptr, base, cnt, k, KT: tl.constexpr):
         tl.store(out_ptr + base + j, tl.full([KT], -1, tl.int32), mask=(j >= cnt) & (j < k))
 
 
+@triton.jit
+def _top_hist(src_ptr, row_off, lo, hi, TILE: tl.constexpr):
+    """Histogram of the top 8-bit digit of the ordered word over the candidates in columns [lo, hi)."""
+    lane = tl.arange(0, TILE)
+    hist = tl.zeros([256], tl.int32)
+    for t0 in range(lo, hi, TILE):
+        u, c = _u_of(src_ptr, row_off, t0 + lane, hi)
+        hist += tl.histogram(((u >> 24) & 255).to(tl.int32), 256, mask=c)
+    return hist
+
+
+@triton.jit
+def _top_threshold(hist, k, bins):
+    """From the top digit's histogram of a row's candidates: (threshold digit b, rem = candidates of bin b
+    still needed, ``last`` = 1 when nothing is left to refine).  A row with at most k candidates takes all
+    of them: b = -1 (every digit is above it), last = 1."""
+    ncand = tl.sum(hist.to(tl.int64))
+    b, hb, rem = _pick(hist, tl.minimum(ncand, k), bins)
+    b = tl.where(ncand <= k, -1, b)
+    return b, hb, rem, ((rem == hb) | (ncand <= k)).to(tl.int32)
+
+
+@triton.jit
+def _emit_pass(src_ptr, row_off, lo, hi, b, last, out_ptr, base, cnt, scr_ptr, sbase, m, k, TILE: tl.constexpr):
+    """Stream columns [lo, hi) in column order: top digit > b → output slots from ``cnt``; digit == b →
+    output too when ``last``, else the scratch list from ``m``.  Returns the new (cnt, m)."""
+    lane = tl.arange(0, TILE)
+    for t0 in range(lo, hi, TILE):
+        cols = t0 + lane
+        u, c = _u_of(src_ptr, row_off, cols, hi)
+        dg = (u >> 24) & 255
+        lastv = (dg * 0 + last) != 0  # tile-shaped (the interpreter rejects a 0-d bool operand here)
+        tk = c & ((dg > b) | ((dg == b) & lastv))
+        kp = c & (dg == b) & (~lastv)
+        pos = cnt + tl.cumsum(tk.to(tl.int64), 0) - 1
+        tl.store(out_ptr + base + pos, cols.to(tl.int32), mask=tk & (pos < k))
+        spos = m + tl.cumsum(kp.to(tl.int64), 0) - 1
+        tl.store(scr_ptr + sbase + spos, cols.to(tl.int32), mask=kp)
+        cnt += tl.sum(tk.to(tl.int64))
+        m += tl.sum(kp.to(tl.int64))
+    return cnt, m
+
+
 @triton.jit(do_not_specialize=["n", "width", "k"])
 def _radix_compact_kernel(
     src_ptr, src_stride, len_ptr, start_ptr, out_ptr, scr_ptr, n, width, k,
@@ -215,34 +252,11 @@ def _radix_compact_kernel(
     row_off = row.to(tl.int64) * src_stride
     sbase = row.to(tl.int64) * n
     base = row.to(tl.int64) * k
-    lane = tl.arange(0, TILE)
-    bins = tl.arange(0, 256)
     # pass 0: histogram of the top digit over the candidates (its sum = the candidate count)
-    hist = tl.zeros([256], tl.int32)
-    for t0 in range(0, L, TILE):
-        u, c = _u_of(src_ptr, row_off, t0 + lane, L)
-        hist += tl.histogram(((u >> 24) & 255).to(tl.int32), 256, mask=c)
-    ncand = tl.sum(hist.to(tl.int64))
-    b, hb, rem = _pick(hist, tl.minimum(ncand, k), bins)
-    # a row with at most k candidates takes them all: every digit >= the lowest occupied one
-    b = tl.where(ncand <= k, -1, b)
-    last = ((rem == hb) | (ncand <= k)).to(tl.int32)  # the whole bin is needed: nothing left to refine
+    b, hb, rem, last = _top_threshold(_top_hist(src_ptr, row_off, 0, L, TILE), k, tl.arange(0, 256))
     # pass 1: digit > b → output; digit == b → output too when `last`, else to the scratch list
-    cnt = tl.zeros([], tl.int64)
-    m = tl.zeros([], tl.int64)
-    for t0 in range(0, L, TILE):
-        cols = t0 + lane
-        u, c = _u_of(src_ptr, row_off, cols, L)
-        dg = (u >> 24) & 255
-        lastv = (dg * 0 + last) != 0  # a tile-shaped mask (the interpreter rejects a 0-d bool operand here)
-        tk = c & ((dg > b) | ((dg == b) & lastv))
-        kp = c & (dg == b) & (~lastv)
-        pos = cnt + tl.cumsum(tk.to(tl.int64), 0) - 1
-        tl.store(out_ptr + base + pos, cols.to(tl.int32), mask=tk & (pos < k))
-        spos = m + tl.cumsum(kp.to(tl.int64), 0) - 1
-        tl.store(scr_ptr + sbase + spos, cols.to(tl.int32), mask=kp)
-        cnt += tl.sum(tk.to(tl.int64))
-        m += tl.sum(kp.to(tl.int64))
+    cnt, m = _emit_pass(src_ptr, row_off, 0, L, b, last, out_ptr, base, tl.zeros([], tl.int64), scr_ptr, sbase,
+                        tl.zeros([], tl.int64), k, TILE)
     cnt = _refine_list(src_ptr, row_off, scr_ptr, sbase, out_ptr, base, m, rem, cnt, k, TILE)
     _fill_tail(out_ptr, base, tl.minimum(cnt, k), k, KT)
 
@@ -267,12 +281,7 @@ def _radix_hist_kernel(
     L, start, end = _row_extent(row, len_ptr, start_ptr, n, width, LEN_MODE, HAS_START, RR, BS)
     row_off = row.to(tl.int64) * src_stride
     lo, hi = _chunk(L, p, P, TILE)
-    lane = tl.arange(0, TILE)
-    hist = tl.zeros([256], tl.int32)
-    for t0 in range(lo, hi, TILE):
-        u, c = _u_of(src_ptr, row_off, t0 + lane, hi)
-        hist += tl.histogram(((u >> 24) & 255).to(tl.int32), 256, mask=c)
-    tl.store(ws_ptr + (row.to(tl.int64) * P + p) * 256 + tl.arange(0, 256), hist)
+    tl.store(ws_ptr + (row.to(tl.int64) * P + p) * 256 + tl.arange(0, 256), _top_hist(src_ptr, row_off, lo, hi, TILE))
 
 
 @triton.jit(do_not_specialize=["n", "width", "k", "P"])
@@ -296,31 +305,14 @@ def _radix_split_kernel(
     bins = tl.arange(0, 256)
     pp = tl.arange(0, PP)
     h = tl.load(ws_ptr + (row.to(tl.int64) * P + pp[:, None]) * 256 + bins[None, :], mask=pp[:, None] < P, other=0)
-    tot = tl.sum(h, axis=0)
-    ncand = tl.sum(tot.to(tl.int64))
-    b, hb, rem = _pick(tot, tl.minimum(ncand, k), bins)
-    b = tl.where(ncand <= k, -1, b)  # at most k candidates: take every one
-    last = ((rem == hb) | (ncand <= k)).to(tl.int32)
+    b, hb, rem, last = _top_threshold(tl.sum(h, axis=0), k, bins)
     gt_p = tl.sum(tl.where(bins[None, :] > b, h, 0), axis=1).to(tl.int64)
     eq_p = tl.sum(tl.where(bins[None, :] == b, h, 0), axis=1).to(tl.int64)
     tk_p = gt_p + eq_p * last
     cnt = tl.sum(tl.where(pp < p, tk_p, 0))  # output slots of the programs before this one
     m = tl.sum(tl.where(pp < p, eq_p, 0)) * (1 - last)  # scratch slots of the programs before this one
     lo, hi = _chunk(L, p, P, TILE)
-    lane = tl.arange(0, TILE)
-    for t0 in range(lo, hi, TILE):
-        cols = t0 + lane
-        u, c = _u_of(src_ptr, row_off, cols, hi)
-        dg = (u >> 24) & 255
-        lastv = (dg * 0 + last) != 0  # tile-shaped (the interpreter rejects a 0-d bool operand)
-        tk = c & ((dg > b) | ((dg == b) & lastv))
-        kp = c & (dg == b) & (~lastv)
-        pos = cnt + tl.cumsum(tk.to(tl.int64), 0) - 1
-        tl.store(out_ptr + base + pos, cols.to(tl.int32), mask=tk & (pos < k))
-        spos = m + tl.cumsum(kp.to(tl.int64), 0) - 1
-        tl.store(scr_ptr + sbase + spos, cols.to(tl.int32), mask=kp)
-        cnt += tl.sum(tk.to(tl.int64))
-        m += tl.sum(kp.to(tl.int64))
+    _emit_pass(src_ptr, row_off, lo, hi, b, last, out_ptr, base, cnt, scr_ptr, sbase, m, k, TILE)
     total = tl.sum(tk_p)
     if last != 0:
         if p == 0:  # at most k candidates (or the whole bin taken): the rest of the k slots are -1
