@@ -260,6 +260,33 @@ def failures(results: list[dict]) -> list[dict]:
     return [r for r in results if (r["bad_rows"] or r["error"]) and r["strict"]]
 
 
+def _shard_arg(s: str) -> tuple[int, int]:
+    """``--matrix-shard I/N`` → (I, N) with 0 <= I < N."""
+    import argparse
+
+    try:
+        i, n = (int(v) for v in s.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--matrix-shard must be I/N (e.g. 0/4), got {s!r}") from None
+    if not (n >= 1 and 0 <= i < n):
+        raise argparse.ArgumentTypeError(f"--matrix-shard I/N needs 0 <= I < N, got {s!r}")
+    return i, n
+
+
+def _menu_arg(s: str) -> list[int]:
+    """``--fuzz-menu 0,6`` → indices into :data:`FUZZ_MENU`."""
+    import argparse
+
+    try:
+        idx = [int(v) for v in s.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--fuzz-menu must be a comma list of integers, got {s!r}") from None
+    bad = [i for i in idx if not 0 <= i < len(FUZZ_MENU)]
+    if bad or not idx:
+        raise argparse.ArgumentTypeError(f"--fuzz-menu indices must lie in [0, {len(FUZZ_MENU) - 1}], got {s!r}")
+    return idx
+
+
 def add_arguments(p) -> None:
     p.add_argument("--scale", choices=("auto", "cpu", "gpu"), default="auto",
                    help="case sizes: gpu (full) or cpu (interpreter-sized); auto = gpu when CUDA is present")
@@ -271,11 +298,13 @@ def add_arguments(p) -> None:
     p.add_argument("--fuzz-max-rows", type=int, default=None)
     p.add_argument("--fuzz-max-seconds", type=float, default=None, help="stop the fuzz early (records the count run)")
     p.add_argument("--fuzz-name", default="fuzz.json", help="file name of the fuzz record inside --record")
-    p.add_argument("--fuzz-menu", default=None, help="comma list of FUZZ_MENU indices to draw from (default: all)")
+    p.add_argument("--fuzz-menu", default=None, type=_menu_arg,
+                   help="comma list of FUZZ_MENU indices to draw from (default: all)")
     p.add_argument("--fuzz-dump", default=None, help="folder to save the first failing fuzz cases' inputs into")
     p.add_argument("--record", default=None, help="folder to write verify_matrix.csv / fuzz.json (+ metadata) into")
     p.add_argument("--no-matrix", action="store_true", help="skip the named matrix (e.g. a fuzz-only run)")
-    p.add_argument("--matrix-shard", default=None, help="I/N: run every N-th matrix case from the I-th (parallel shards)")
+    p.add_argument("--matrix-shard", default=(0, 1), type=_shard_arg,
+                   help="I/N: run every N-th matrix case from the I-th (parallel shards)")
     p.add_argument("--matrix-name", default="verify_matrix.csv", help="file name of the matrix record inside --record")
     p.add_argument("--no-progress", action="store_true")
 
@@ -292,9 +321,8 @@ def run(args) -> int:
     print(f"dsa-lab verify: backend {backend}; scale {scale}; arms {','.join(arms)}; seed {seed}")
     results = []
     if not args.no_matrix:
-        shard = tuple(int(v) for v in args.matrix_shard.split("/")) if args.matrix_shard else (0, 1)
         results = run_matrix(scale=scale, arms=arms, seed=seed, device=device, names=names, progress=not args.no_progress,
-                             shard=shard)
+                             shard=args.matrix_shard)
         print(format_table(results))
     bad = failures(results)
     fz = None
@@ -303,7 +331,7 @@ def run(args) -> int:
         mr = args.fuzz_max_rows or (64 if device == "cuda" else 4)
         fz = fuzz(args.fuzz, arms=arms, seed=seed, device=device, max_width=mw, max_rows=mr, progress=not args.no_progress,
                   max_seconds=args.fuzz_max_seconds, dump_dir=args.fuzz_dump,
-                  menu=None if not args.fuzz_menu else [int(i) for i in args.fuzz_menu.split(",")])
+                  menu=args.fuzz_menu)
         for a, c in fz["arms"].items():
             print(f"fuzz {a}: {c['mismatched_cases']} mismatched of {c['cases']} cases ({fz['seconds']} s)")
         bad += [f for f in fz["failures"] if f["strict"]]
