@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The recording run on the lent H200 (the tree is copied there without .git, so the commit is passed in).
+# The recording run on the lent H200 (a .git in the copied tree need not match it, so the commit is passed in).
 #   scripts/gpu_record.sh COMMIT PHASE [PHASE ...]
 # Phases: correct (float-max check, proofs, matrix, graph tests and five fuzz shards side by side: correctness only,
 #         so sharing the GPU is fine; CORRECT_S bounds it), proofs (2^32 key order), matrix (named matrix in
