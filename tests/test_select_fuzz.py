@@ -72,3 +72,24 @@ def test_candidate_blocks_property(width, bs, k, rr, seed, cfg, fused, with_star
     out = poisoned(rows, k, "cpu")
     st.select_candidate_blocks_triton(x, ends, k, starts, bs, rr, out, fused=fused, config=cfg)
     assert_same_sets(out, ref, f"w={width} bs={bs} k={k} rr={rr} seed={seed} cfg={cfg} fused={fused} starts={starts}")
+
+
+RADIX_VARIANTS = [  # (compact, split, tile): every radix kernel and both split paths
+    (False, False, 64), (True, False, 32), (True, 3, 32), (True, 2, 64), (True, True, 32),
+]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(select_case(), st_.sampled_from(RADIX_VARIANTS))
+def test_radix_select_property(case, variant):
+    """The experimental radix selects (dsa_lab.select_radix_triton) on the same random cases."""
+    from dsa_lab.select_radix_triton import topk_select_radix
+
+    rr, groups, n, k, lengths, mode, seed, _ = case
+    compact, split, tile = variant
+    rows = rr * groups
+    x = _values(mode, rows, n, seed)
+    L = torch.tensor(lengths, dtype=torch.int64)
+    out = poisoned(rows, k, "cpu")
+    topk_select_radix(x, k, L, rr, out, tile=tile, compact=compact, split=split)
+    assert_same_sets(out, topk_select_reference(x, k, L, rr), f"case={case} variant={variant}")
