@@ -8,7 +8,7 @@ graph and a replay with other lengths is exact.  Columns at or past a row's live
 loaded.  Each column is packed with its score into one int64 key (:mod:`dsa_lab.keys_triton`; masked
 lanes get ``PAD_KEY``), so one top-k yields scores and ids together and ties need no special case.
 
-Two algorithms (``config={"algo": ...}``):
+Algorithms (``config={"algo": ...}``; :func:`default_algo` picks by k alone):
 
 * ``"hier"`` (v2, default) — exact top-k by nested group maxima, :func:`_hier_kernel`.  Columns form
   aligned level-1 groups of ``G1`` and super groups of ``S = G1*G2``.  The top-KP keys lie in the
@@ -25,6 +25,8 @@ Two algorithms (``config={"algo": ...}``):
   a lower bound of the k-th key filters them, a prefix sum compacts the survivors into a CAP-slot
   scratch, one ``tl.topk`` finishes (or, past CAP survivors, every list is folded in turn).  Its
   bitonic work grows with the live extent; kept for A/B timing (``notes/select_kernel.md``).
+* ``"radix"`` (v3, :mod:`dsa_lab.select_radix_triton`) — histogram select, no sort; experimental: taken by
+  default only from :data:`RADIX_MIN_KP` (None = never, until a recorded run backs the switch).
 
 ``tl.topk`` is always given at least ``KP = next_pow2(k)`` (>= 2) keys: with fewer it returned wrong
 results on the GPU (DESIGN §6).
@@ -527,14 +529,37 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
                 MIN_SG=MIN_SG, num_warps=nw)
 
 
+# Rows whose KP = next_pow2(k) is at least this take the radix select (dsa_lab.select_radix_triton) instead of
+# "hier"; None = never.  Off until a recorded run at the switching commit backs it: the dev run
+# (data/h200/radix_dev.csv) measured radix 2-5x faster at k = 2048, slower at k = 64 (notes/select_kernel.md).
+RADIX_MIN_KP: int | None = None
+
+
+def default_algo(k: int, *, fused: bool = False) -> str:
+    """The algorithm ``impl="triton"`` uses for this k (shapes only): "radix" from :data:`RADIX_MIN_KP`
+    (never fused: the radix path runs on block scores), else "hier"."""
+    if RADIX_MIN_KP is not None and not fused and max(2, _np2(k)) >= RADIX_MIN_KP:
+        return "radix"
+    return "hier"
+
+
 def plan(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, block_size: int = 1,
-         algo: str = "hier", **over) -> dict:
-    """Launch configuration (``algo="hier"``, the default, or ``"fold"``, v1)."""
+         algo: str | None = None, **over) -> dict:
+    """Launch configuration: ``algo`` "hier" (v2), "fold" (v1) or "radix" (v3, :mod:`dsa_lab.select_radix_triton`;
+    ``over`` may set its ``tile``, ``compact``, ``split``, ``num_warps``); None = :func:`default_algo`."""
+    algo = algo or default_algo(k, fused=fused)
     if algo == "hier":
         return plan_hier(rows, n, k, facts, fused=fused, block_size=block_size, **over)
     if algo == "fold":
         return plan_fold(rows, n, k, facts, fused=fused, block_size=block_size, **over)
-    raise ValueError(f"algo must be 'hier' or 'fold', got {algo!r}")
+    if algo == "radix":
+        if fused:
+            raise ValueError("algo 'radix' has no fused path: select candidate blocks with fused=False")
+        bad = set(over) - {"tile", "compact", "split", "num_warps"}
+        if bad:
+            raise ValueError(f"radix config takes tile, compact, split, num_warps; got {sorted(bad)}")
+        return {"algo": "radix", "tile": None, "compact": True, "split": None, "num_warps": None, **over}
+    raise ValueError(f"algo must be 'hier', 'fold' or 'radix', got {algo!r}")
 
 
 def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs, config):
@@ -545,6 +570,11 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
         out = torch.empty((rows, k), dtype=torch.int32, device=dev)
     if rows == 0:
         return out
+    if cfg["algo"] == "radix":
+        from . import select_radix_triton as radix
+
+        return radix._launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, bs, cfg["tile"],
+                             cfg["num_warps"], cfg["compact"], cfg["split"])
     dummy = out
     lens = len_t if len_t is not None else dummy
     starts = start_t if start_t is not None else dummy
@@ -589,7 +619,7 @@ def topk_select_triton(scores, k, lengths=None, row_repeat=1, out=None, *, confi
             device only (no host sync); values are clamped to ``[0, n]``.
         row_repeat: rows per length.
         out: optional contiguous int32 ``[rows, k]``.
-        config: optional ``plan()`` overrides (``algo``: ``"hier"`` default or ``"fold"``; sizes), for
+        config: optional ``plan()`` overrides (``algo``: ``"hier"`` (default), ``"fold"`` or ``"radix"``; sizes), for
             tests and A/B timing.
 
     Returns:
@@ -627,6 +657,8 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
         res = out if out is not None else torch.empty((rows, topk_blocks), dtype=torch.int32, device=logits.device)
         res.fill_(-1)
         return res
+    if (config or {}).get("algo", default_algo(topk_blocks)) == "radix":
+        fused = False  # radix selects over block scores (the unfused composition)
     if fused is None:
         # the fused kernel holds KP * G1 blocks of logits (KP * G1 * bs floats) in registers in its
         # last stage: fuse only where that stays small (k <= 64 at bs 8; not at k = 2048 or bs 64)

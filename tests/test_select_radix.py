@@ -141,3 +141,36 @@ def test_radix_split_plan_and_blocks(fresh_seed):
     got = select_candidate_blocks_radix(lg, ends, 64, None, 1, 1, poisoned(2, 64, "cpu"), tile=256, split=True)
     ref = dsa_lab.select_candidate_blocks(lg, ends, 64, block_size=1, impl="reference")
     assert_same_sets(got, ref, f"seed={fresh_seed}")
+
+
+def test_radix_through_the_triton_arm(monkeypatch, fresh_seed):
+    """config={"algo": "radix"} routes topk_select_triton and the candidate-block path to the radix kernels;
+    RADIX_MIN_KP switches the default by k (off by default: None), and fused radix is refused."""
+    from dsa_lab import select_radix_triton as radix
+    from dsa_lab import select_triton
+
+    assert select_triton.RADIX_MIN_KP is None and select_triton.default_algo(2048) == "hier"
+    gen = torch.Generator().manual_seed(fresh_seed)
+    x = fill("few_values", 3, 900, gen=gen)
+    lens = torch.tensor([900, 300, 0], dtype=torch.int32)
+    calls = []
+    real = radix._launch
+    monkeypatch.setattr(radix, "_launch", lambda *a, **kw: calls.append(a[7]) or real(*a, **kw))
+    out = select_triton.topk_select_triton(x, 600, lens, 1, poisoned(3, 600, "cpu"), config={"algo": "radix", "tile": 256})
+    assert_same_sets(out, topk_select_reference(x, 600, lens, 1), f"seed={fresh_seed}")
+    assert calls == [600]
+    monkeypatch.setattr(select_triton, "RADIX_MIN_KP", 1024)
+    assert select_triton.default_algo(512) == "hier" and select_triton.default_algo(513) == "radix"  # KP 1024
+    assert select_triton.default_algo(2048, fused=True) == "hier"
+    got = dsa_lab.topk_select(x, 1100, lengths=lens, impl="triton")
+    assert_same_sets(got, topk_select_reference(x, 1100, lens, 1), f"seed={fresh_seed}")
+    assert calls == [600, 1100]
+    lg = torch.randn(2, 20000, generator=gen)
+    ends = torch.tensor([20000, 9000], dtype=torch.int32)
+    got = dsa_lab.select_candidate_blocks(lg, ends, 1500, block_size=8, impl="triton")
+    assert_same_sets(got, dsa_lab.select_candidate_blocks(lg, ends, 1500, block_size=8, impl="reference"), "blocks")
+    assert calls == [600, 1100, 1500]
+    with pytest.raises(ValueError, match="no fused path"):
+        select_triton.plan(1, 100, 64, {"sm_count": 132}, fused=True, algo="radix")
+    with pytest.raises(ValueError, match="radix config takes"):
+        select_triton.plan(1, 100, 64, {"sm_count": 132}, algo="radix", group=4)
