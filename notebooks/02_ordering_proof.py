@@ -125,12 +125,14 @@ for name in ("torch_topk_agreement.csv", "verify_matrix.csv", "fuzz.json"):
 # ### A disagreement found on the way: `torch.amax` and signed zero
 #
 # The first H200 fuzz (`data/h200/gpu_logs_2026-11-29/`) reported candidate blocks where the Triton kernels and
-# the torch reference differed. The cause was not the selection but the *block max* in front of it: the score of
+# the torch reference differed. The cause found was not the selection but the *block max* in front of it: the score of
 # a block is the max of its logits, and for a block holding both `-0.0` and `+0.0` the contract order (section 2:
 # `-0.0` ranks below `+0.0`) says `+0.0`, while `torch.amax` on CUDA returned `-0.0`. A float max is free to pick
 # either zero (IEEE), and which one it picks differs between CPU, CUDA torch and Triton. Every implementation now
 # takes the block max over the ordered integers of the keys (`dsa_lab.keys.ordered_hi`), so the block max *is* the
-# contract order by construction; the 100,000-case fuzz above ran after that change. The isolated check, recorded:
+# contract order by construction; the 100,000-case fuzz above ran after that change (the old failures' values were
+# not logged, so that each was a signed-zero block is inferred; failing cases are now saved for replay). The
+# isolated check, recorded:
 
 # %%
 print(viz.float_max_table(viz.data_dir() / "h200" / "float_max_check.json"))
