@@ -657,8 +657,8 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
         res = out if out is not None else torch.empty((rows, topk_blocks), dtype=torch.int32, device=logits.device)
         res.fill_(-1)
         return res
-    if (config or {}).get("algo", default_algo(topk_blocks)) == "radix":
-        fused = False  # radix selects over block scores (the unfused composition)
+    if fused is None and (config or {}).get("algo", default_algo(topk_blocks)) == "radix":
+        fused = False  # radix selects over block scores (the unfused composition); fused=True + radix raises in plan()
     if fused is None:
         # the fused kernel holds KP * G1 blocks of logits (KP * G1 * bs floats) in registers in its
         # last stage: fuse only where that stays small (k <= 64 at bs 8; not at k = 2048 or bs 64)

@@ -172,5 +172,7 @@ def test_radix_through_the_triton_arm(monkeypatch, fresh_seed):
     assert calls == [600, 1100, 1500]
     with pytest.raises(ValueError, match="no fused path"):
         select_triton.plan(1, 100, 64, {"sm_count": 132}, fused=True, algo="radix")
+    with pytest.raises(ValueError, match="no fused path"):  # an explicit fused=True is not silently dropped
+        select_triton.select_candidate_blocks_triton(lg, ends, 64, fused=True, config={"algo": "radix"})
     with pytest.raises(ValueError, match="radix config takes"):
         select_triton.plan(1, 100, 64, {"sm_count": 132}, algo="radix", group=4)
