@@ -1,0 +1,175 @@
+"""Dev measurement (H200): choose the dispatch of ``impl="triton"`` from measured variants.
+
+    DSA_LAB_COMMIT=... python3 scripts/gpu_tune_dev.py --section A|B|C [--check-only] [--out DIR] [--max-s S]
+
+Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``full_stage_inputs``):
+
+* ``A`` large k (512, 2048), select stage: the default hier kernel against the radix variants
+  (v3.0 every digit over the row, v3.1 compaction with tile 2048 / 4096, v3.2 split over programs).
+* ``B`` k = 64, few rows (1 / 8 / 32) at 16K-256K, three distributions (normal, shifted, equal): hier
+  with num_warps 2 / 4 / 8, hier with a 2048-key direct top-k (16K only), split and compact radix.
+* ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
+  fused full stage (logits -> candidate blocks), beside the unfused composition.
+
+Every variant's ids are first checked against the exact reference (poisoned output, every slot, as
+sets); a mismatch is printed and recorded in the ``check`` column.  ``--check-only`` stops there (used to
+compile in parallel processes before the timed, sequential run).  Timing: CUDA graphs
+(:func:`dsa_lab.bench.time_cuda_graph`), median.  Writes ``tune_dev_<section>.csv`` and a meta JSON.
+Not the recorded sweep: a dev run for ``notes/select_kernel.md``.
+"""
+import argparse
+import csv
+import json
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+import torch  # noqa: E402
+
+from dsa_lab import bench, data  # noqa: E402
+from dsa_lab.select import select_candidate_blocks, topk_select  # noqa: E402
+from dsa_lab.select_triton import select_candidate_blocks_triton, topk_select_triton  # noqa: E402
+from dsa_lab.sweep import BLOCK_SIZE, MML, Point, full_stage_inputs, select_stage_inputs, torch_topk_store  # noqa: E402
+from dsa_lab.verify import compare  # noqa: E402
+
+POISON = 0x7EADBEEF
+
+
+def radix(tile=None, compact=True, split=False):
+    return {"algo": "radix", "tile": tile, "compact": compact, "split": split}
+
+
+def points(section):
+    """[(stage, context, concurrency, next_n, k, dist, {variant: config})]"""
+    pts = []
+    if section == "A":
+        var = {"hier": {"algo": "hier"}, "r30": radix(2048, False), "r31": radix(2048, True),
+               "r31_t4096": radix(4096, True), "r32": radix(None, True, None)}
+        for k in (2048, 512):
+            for ctx in (4096, 16384, 65536, 262144):
+                for conc, nn in ((1, 1), (32, 1), (32, 5), (128, 5)):
+                    pts.append(("select", ctx, conc, nn, k, "normal", var))
+        for ctx, conc, nn in ((16384, 32, 1), (262144, 1, 1), (262144, 128, 5)):
+            for dist in ("equal", "shifted"):
+                pts.append(("select", ctx, conc, nn, 2048, dist, var))
+    elif section == "B":
+        for ctx in (16384, 65536, 262144):
+            var = {"hier": {"algo": "hier"}, "hier_nw2": {"algo": "hier", "num_warps": 2},
+                   "hier_nw8": {"algo": "hier", "num_warps": 8}, "r32": radix(None, True, None),
+                   "r31": radix(None, True, False)}
+            if ctx <= 16384:
+                var["hier_dt2048"] = {"algo": "hier", "direct": 2048}
+                var["hier_dt2048_nw8"] = {"algo": "hier", "direct": 2048, "num_warps": 8}
+            for conc in (1, 8, 32):
+                for dist in ("normal", "shifted", "equal"):
+                    pts.append(("select", ctx, conc, 1, 64, dist, var))
+    elif section == "C":
+        var = {f"hier_p{p}_nw{w}": {"algo": "hier", "programs": p, "num_warps": w} for p in (1, 2, 4) for w in (4, 8)}
+        for ctx, conc, nn in ((262144, 128, 5), (262144, 32, 5), (65536, 128, 5), (16384, 128, 5)):
+            pts.append(("select", ctx, conc, nn, 64, "normal", dict(var)))
+        fvar = {f"fused_p{p}_nw{w}": {"algo": "hier", "programs": p, "num_warps": w} for p in (1, 2, 4) for w in (4, 8)}
+        fvar["unfused"] = None
+        for ctx, conc, nn in ((262144, 128, 5), (262144, 32, 5), (65536, 128, 5), (16384, 128, 5), (262144, 1, 1)):
+            pts.append(("full", ctx, conc, nn, 64, "normal", fvar))
+    else:
+        raise SystemExit(f"unknown section {section}")
+    return pts
+
+
+def make_fn(stage, inp, k, name, cfg, out):
+    if stage == "select":
+        sc, L = inp["scores"], inp["lengths"]
+        return lambda: topk_select_triton(sc, k, L, 1, out, config=cfg)
+    x, E = inp["logits"], inp["ends"]
+    if name == "unfused":
+        return lambda: select_candidate_blocks_triton(x, E, k, None, BLOCK_SIZE, 1, out, fused=False)
+    return lambda: select_candidate_blocks_triton(x, E, k, None, BLOCK_SIZE, 1, out, fused=True, config=cfg)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--section", required=True)
+    ap.add_argument("--check-only", action="store_true")
+    ap.add_argument("--out", default="build/tune_dev")
+    ap.add_argument("--max-s", type=float, default=300.0)
+    ap.add_argument("--smoke", action="store_true", help="CPU interpreter, tiny width, first points only (checks)")
+    a = ap.parse_args()
+    dev, mml = ("cpu", 4096) if a.smoke else ("cuda", MML)
+    if a.smoke:
+        a.check_only = True
+    t0 = time.time()
+    os.makedirs(a.out, exist_ok=True)
+    pts = points(a.section)
+    if a.smoke:
+        pts = [(st, min(c, mml), 1, 1, k, d, v) for st, c, cc, nn, k, d, v in pts[:2] + pts[-1:]]
+    w = None
+    if not a.check_only:
+        f = open(os.path.join(a.out, f"tune_dev_{a.section}.csv"), "w", newline="")
+        w = csv.DictWriter(f, fieldnames=["stage", "context", "concurrency", "next_n", "rows", "k", "dist", "arm",
+                                          "median_us", "p10_us", "p90_us", "check"])
+        w.writeheader()
+    done = bad_total = 0
+    for i, (stage, ctx, conc, nn, k, dist, var) in enumerate(pts):
+        if time.time() - t0 > a.max_s:
+            print(f"section {a.section}: stopped at the time limit after {done}/{len(pts)} points", flush=True)
+            break
+        p = Point(stage, stage, ctx, conc, nn, k, dist)
+        seed = 7000 + i
+        if stage == "select":
+            inp = select_stage_inputs(p, mml, seed, dev)
+            ref = topk_select(inp["scores"], k, lengths=inp["lengths"], impl="reference")
+            base = lambda inp=inp: torch_topk_store(inp["scores"], k)  # noqa: E731
+        else:
+            inp = full_stage_inputs(p, mml, seed, dev)
+            ref = select_candidate_blocks(inp["logits"], inp["ends"], k, block_size=BLOCK_SIZE, impl="reference")
+            from dsa_lab.sweep import _padded_scores
+
+            base = lambda inp=inp: torch_topk_store(_padded_scores(inp["logits"], inp["ends"], padded=True), k)  # noqa
+        res, checks = {}, {}
+        fns = {"torch": base}
+        for name, cfg in var.items():
+            out = torch.empty((p.rows, k), dtype=torch.int32, device=dev)
+            fn = make_fn(stage, inp, k, name, cfg, out)
+            out.fill_(POISON)
+            try:
+                fn()
+                if dev == "cuda":
+                    torch.cuda.synchronize()
+                nbad, msg = compare(out, ref)
+                checks[name] = "ok" if not nbad else f"mismatch {nbad}/{p.rows}: {msg[:120]}"
+            except Exception as e:  # a variant that fails to compile/run is recorded, not fatal
+                checks[name] = f"error {type(e).__name__}: {str(e)[:160]}"
+            if checks[name] != "ok":
+                bad_total += 1
+                print(f"  {stage} {ctx} rows {p.rows} k {k} {dist} {name}: {checks[name]}", flush=True)
+            else:
+                fns[name] = fn
+        if not a.check_only:
+            for name, fn in fns.items():
+                tm = bench.time_cuda_graph(fn, rep_ms=10.0, max_replays=60)
+                res[name] = tm.median_us
+                w.writerow({"stage": stage, "context": ctx, "concurrency": conc, "next_n": nn, "rows": p.rows, "k": k,
+                            "dist": dist, "arm": name, "median_us": round(tm.median_us, 3),
+                            "p10_us": round(tm.p10_us, 3), "p90_us": round(tm.p90_us, 3),
+                            "check": checks.get(name, "")})
+            f.flush()
+            best = min((v, n) for n, v in res.items() if n != "torch")
+            print(f"{a.section} {stage:<6} {ctx:>6} r{p.rows:<4} k{k:<5} {dist:<7} " +
+                  " ".join(f"{n}={v:.1f}" for n, v in res.items()) + f"  best={best[1]}", flush=True)
+        del inp, ref
+        done += 1
+    print(f"section {a.section}: {done} points, {bad_total} failing variants, {time.time() - t0:.0f} s", flush=True)
+    if not a.check_only:
+        f.close()
+        meta = data.collect_metadata(" ".join(["python3"] + sys.argv), {
+            "points_done": done, "points_planned": len(pts), "failing_variants": bad_total,
+            "timing": "cuda graph (dsa_lab.bench.time_cuda_graph, rep 10 ms)", "note": "dev run, not the recorded sweep"})
+        with open(os.path.join(a.out, f"tune_dev_{a.section}.meta.json"), "w") as fm:
+            json.dump(meta, fm, indent=1)
+
+
+if __name__ == "__main__":
+    main()
