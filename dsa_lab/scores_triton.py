@@ -58,18 +58,31 @@ def _block_scores_kernel(
     lend = tl.minimum(end, width)
     j = jb * BJ + tl.arange(0, BJ)
     t = tl.arange(0, BSP)
-    c = start + j[:, None].to(tl.int64) * BS + t[None, :]
-    lane = (t[None, :] < BS) & (j[:, None] < nblocks)
-    live = lane & (c < lend)
     row_off = row.to(tl.int64) * x_stride
     if PADDED:
         # upstream: read the whole padded width, mask after the load
+        c = start + j[:, None].to(tl.int64) * BS + t[None, :]
+        lane = (t[None, :] < BS) & (j[:, None] < nblocks)
+        live = lane & (c < lend)
         x = tl.load(x_ptr + row_off + c, mask=lane & (c < width), other=float("-inf"))
         x = tl.where(live, x, float("-inf"))
+        s = tl_block_score(x, j, start, end, 1, BS)
     else:
-        # bounded: a block program past the live extent loads nothing (all lanes masked)
-        x = tl.load(x_ptr + row_off + c, mask=live, other=float("-inf"))
-    s = tl_block_score(x, j, start, end, 1, BS)
+        # bounded: a program whose blocks all lie past the row's extent (no live column, not the
+        # newest) writes -inf without loading or computing anything: its cost is the store alone,
+        # so the kernel's time follows the live extent, not the padded width
+        n_live = (tl.maximum(lend - start, 0) + BS - 1) // BS
+        n_ext = tl.maximum(n_live, tl.where(end > start, (end - start - 1) // BS + 1, 0))
+        if jb * BJ >= n_ext:
+            s = tl.full([BJ], float("-inf"), tl.float32)
+        else:
+            # 32-bit offsets from the row's start (columns lie below the width, < 2**31)
+            rel = j[:, None] * BS + t[None, :]
+            live = rel < (lend - start).to(tl.int32)
+            if BSP != BS:  # padded lanes belong to the next block
+                live = live & (t[None, :] < BS)
+            x = tl.load(x_ptr + (row_off + start) + rel, mask=live, other=float("-inf"))
+            s = tl_block_score(x, j, start, end, 1, BS)
     tl.store(out_ptr + row.to(tl.int64) * nblocks + j, s, mask=j < nblocks)
 
 

@@ -8,9 +8,9 @@ graph and a replay with other lengths is exact.  Columns at or past a row's live
 loaded.  Each column is packed with its score into one int64 key (:mod:`dsa_lab.keys_triton`; masked
 lanes get ``PAD_KEY``), so one top-k yields scores and ids together and ties need no special case.
 
-Algorithms (``config={"algo": ...}``; :func:`default_algo` picks by k alone):
+Algorithms (``config={"algo": ...}``; :func:`default_algo` picks by k alone: radix for k > 512, else hier):
 
-* ``"hier"`` (v2, default) — exact top-k by nested group maxima, :func:`_hier_kernel`.  Columns form
+* ``"hier"`` (v2, default for k <= 512) — exact top-k by nested group maxima, :func:`_hier_kernel`.  Columns form
   aligned level-1 groups of ``G1`` and super groups of ``S = G1*G2``.  The top-KP keys lie in the
   top-KP level-1 groups ranked by their best key (a group holding one of them has a best key at or
   above the KP-th key, and at most KP groups do), and those lie in the top-KP super groups.  So:
@@ -25,8 +25,9 @@ Algorithms (``config={"algo": ...}``; :func:`default_algo` picks by k alone):
   a lower bound of the k-th key filters them, a prefix sum compacts the survivors into a CAP-slot
   scratch, one ``tl.topk`` finishes (or, past CAP survivors, every list is folded in turn).  Its
   bitonic work grows with the live extent; kept for A/B timing (``notes/select_kernel.md``).
-* ``"radix"`` (v3, :mod:`dsa_lab.select_radix_triton`) — histogram select, no sort; experimental: taken by
-  default only from :data:`RADIX_MIN_KP` (None = never, until a recorded run backs the switch).
+* ``"radix"`` (v3, :mod:`dsa_lab.select_radix_triton`) — histogram select, no sort: the default for
+  ``next_pow2(k) >= RADIX_MIN_KP`` (1024: k > 512), in its full-pass form (:data:`RADIX_DEFAULT`), where the
+  hier kernel's bitonic stages grow with KP (measured, ``notes/select_kernel.md``).
 
 ``tl.topk`` is always given at least ``KP = next_pow2(k)`` (>= 2) keys: with fewer it returned wrong
 results on the GPU (DESIGN §6).
@@ -247,10 +248,14 @@ def _scores2d(src_ptr, row_off, cols, valid, start, end, width,
 
     Lanes where ``~valid`` load nothing; their values are meaningless (callers mask them)."""
     if FUSED:
+        # 32-bit offsets from the row's start (a block's columns lie below the width, < 2**31): half
+        # the address and mask arithmetic of int64 on every logit of the stream
         t = tl.arange(0, BSP)
-        c = start + cols[:, :, None].to(tl.int64) * BS + t[None, None, :]
-        live = valid[:, :, None] & (t[None, None, :] < BS) & (c < tl.minimum(end, width))
-        x = tl.load(src_ptr + row_off + c, mask=live, other=float("-inf"))
+        rel = cols[:, :, None].to(tl.int32) * BS + t[None, None, :]
+        live = valid[:, :, None] & (rel < (tl.minimum(end, width) - start).to(tl.int32))
+        if BSP != BS:  # padded lanes belong to the next block
+            live = live & (t[None, None, :] < BS)
+        x = tl.load(src_ptr + (row_off + start) + rel, mask=live, other=float("-inf"))
         sc = tl_block_score(x, cols, start, end, 2, BS)
     else:
         sc = tl.load(src_ptr + row_off + cols, mask=valid, other=0.0)
@@ -524,15 +529,22 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
             # lane exercises the hierarchical stages and the multi-program merge too
             direct = max(KP, 128)
     DT = max(KP, _np2(direct))
-    nw = num_warps or (4 if KP <= 128 else (8 if KP <= 512 else 16))
+    # num_warps: measured on the H200 at k = 64 (tune_dev_B/C/D.csv): 8 warps beat 4 on the select kernel
+    # (1 row 18.3 -> 12.2 µs at 256K, 640 x 256K 111 -> 85 µs) but lost in fused mode (640 x 256K 454 -> 564)
+    nw = num_warps or (4 if (KP <= 128 and fused) else (8 if KP <= 512 else 16))
     return dict(algo="hier", P=P, KP=KP, G1=G1, G2=G2, NSG=NSG, NT=NT, SB=SB, KC=KC, DT=DT,
                 MIN_SG=MIN_SG, num_warps=nw)
 
 
 # Rows whose KP = next_pow2(k) is at least this take the radix select (dsa_lab.select_radix_triton) instead of
-# "hier"; None = never.  Off until a recorded run at the switching commit backs it: the dev run
-# (data/h200/radix_dev.csv) measured radix 2-5x faster at k = 2048, slower at k = 64 (notes/select_kernel.md).
-RADIX_MIN_KP: int | None = None
+# "hier"; None = never.  Measured on the H200 (data/h200/tune_dev_A.csv, notes/select_kernel.md): at k = 2048
+# the full-pass radix (v3.0) beat hier at every point (1.7-5x, 4K-256K, 1-640 rows, normal/equal/shifted);
+# at k = 512 hier won at 4K and 256K and tied at 64K, radix won at 16K only, so KP = 512 stays on hier.
+RADIX_MIN_KP: int | None = 1024
+# The radix variant the default dispatch takes: every digit over the row (v3.0).  The compacting (v3.1) and
+# split (v3.2) variants were faster on continuous values at 256K but 1.7-11x slower when values tie or share
+# their top digit (equal / shifted), which a shape-only rule cannot see (tune_dev_A/B.csv).
+RADIX_DEFAULT = {"tile": None, "compact": False, "split": False, "num_warps": None}
 
 
 def default_algo(k: int, *, fused: bool = False) -> str:
@@ -558,7 +570,7 @@ def plan(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, block_s
         bad = set(over) - {"tile", "compact", "split", "num_warps"}
         if bad:
             raise ValueError(f"radix config takes tile, compact, split, num_warps; got {sorted(bad)}")
-        return {"algo": "radix", "tile": None, "compact": True, "split": None, "num_warps": None, **over}
+        return {"algo": "radix", **RADIX_DEFAULT, **over}
     raise ValueError(f"algo must be 'hier', 'fold' or 'radix', got {algo!r}")
 
 

@@ -8,6 +8,8 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
   (v3.0 every digit over the row, v3.1 compaction with tile 2048 / 4096, v3.2 split over programs).
 * ``B`` k = 64, few rows (1 / 8 / 32) at 16K-256K, three distributions (normal, shifted, equal): hier
   with num_warps 2 / 4 / 8, hier with a 2048-key direct top-k (16K only), split and compact radix.
+* ``D`` k = 64 select: hier num_warps 4 / 8 / 16 (direct path at 4K, the chain beyond); k = 2048 default dispatch.
+* ``E`` k = 64 full stage: fused (num_warps 4 / 8) against the unfused composition at 4K-256K, 1-640 rows.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -74,6 +76,21 @@ def points(section):
         fvar["unfused"] = None
         for ctx, conc, nn in ((262144, 128, 5), (262144, 32, 5), (65536, 128, 5), (16384, 128, 5), (262144, 1, 1)):
             pts.append(("full", ctx, conc, nn, 64, "normal", fvar))
+    elif section == "D":  # k = 64 select: num_warps of the hier kernel, direct path (4K) and chain
+        var = {"hier_nw4": {"algo": "hier", "num_warps": 4}, "hier_nw8": {"algo": "hier", "num_warps": 8},
+               "hier_nw16": {"algo": "hier", "num_warps": 16}}
+        for ctx in (4096, 16384, 262144):
+            for conc, nn in ((1, 1), (32, 1), (32, 5), (128, 5)):
+                pts.append(("select", ctx, conc, nn, 64, "normal", var))
+        rvar = {"default": None, "hier": {"algo": "hier"}, "r30": radix(2048, False)}
+        for ctx, conc, nn in ((4096, 1, 1), (262144, 128, 5)):
+            pts.append(("select", ctx, conc, nn, 2048, "normal", rvar))
+    elif section == "E":  # k = 64 full stage: fused (num_warps 4 / 8) against the unfused composition
+        fvar = {"fused_nw4": {"algo": "hier", "num_warps": 4}, "fused_nw8": {"algo": "hier", "num_warps": 8},
+                "unfused": None}
+        for ctx in (4096, 16384, 65536, 262144):
+            for conc, nn in ((1, 1), (32, 1), (32, 5), (128, 5)):
+                pts.append(("full", ctx, conc, nn, 64, "normal", fvar))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts
@@ -82,6 +99,8 @@ def points(section):
 def make_fn(stage, inp, k, name, cfg, out):
     if stage == "select":
         sc, L = inp["scores"], inp["lengths"]
+        if cfg is None:  # the public API's default dispatch
+            return lambda: topk_select(sc, k, lengths=L, impl="triton", out=out)
         return lambda: topk_select_triton(sc, k, L, 1, out, config=cfg)
     x, E = inp["logits"], inp["ends"]
     if name == "unfused":

@@ -145,11 +145,15 @@ def test_radix_split_plan_and_blocks(fresh_seed):
 
 def test_radix_through_the_triton_arm(monkeypatch, fresh_seed):
     """config={"algo": "radix"} routes topk_select_triton and the candidate-block path to the radix kernels;
-    RADIX_MIN_KP switches the default by k (off by default: None), and fused radix is refused."""
+    RADIX_MIN_KP switches the default by k (1024: k > 512 takes radix; None turns it off), and fused radix is
+    refused."""
     from dsa_lab import select_radix_triton as radix
     from dsa_lab import select_triton
 
-    assert select_triton.RADIX_MIN_KP is None and select_triton.default_algo(2048) == "hier"
+    assert select_triton.RADIX_MIN_KP == 1024 and select_triton.default_algo(2048) == "radix"
+    assert select_triton.plan(1, 100, 2048, {"sm_count": 132})["compact"] is False  # the full-pass form
+    monkeypatch.setattr(select_triton, "RADIX_MIN_KP", None)
+    assert select_triton.default_algo(2048) == "hier"
     gen = torch.Generator().manual_seed(fresh_seed)
     x = fill("few_values", 3, 900, gen=gen)
     lens = torch.tensor([900, 300, 0], dtype=torch.int32)
