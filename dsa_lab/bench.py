@@ -380,8 +380,9 @@ def full_bytes(arm: str, row_ends: list[int], width: int, block_size: int, k: in
     Triton arms: each row's live logits read once (``sum(min(end, width)) * 4``); every arm: the
     flags written once (``rows * (nblocks + 1)`` bytes; zeroing and setting are one pass).
 
-    * ``triton`` (fused): + ids written (``rows * k * 4``); no scores tensor.
-    * ``triton_unfused``: + the live block scores written and read back.
+    * ``triton_fused``: + ids written (``rows * k * 4``); no scores tensor.
+    * ``triton`` (the default dispatch: unfused) and ``triton_unfused``: + the live block scores written and
+      read back, + ids.
     * ``torch``: the upstream scores kernel loads the whole padded width (``rows * width * 4``, in place
       of the live logits), writes the padded scores and ``torch.topk`` reads them
       (``2 * rows * nblocks * 4``), + topk outputs and the store pass.
@@ -399,7 +400,7 @@ def full_bytes(arm: str, row_ends: list[int], width: int, block_size: int, k: in
         emax = max(ends) if ends else 0
         n = -(-emax // block_size)
         return rows * emax * F32 + flags + 2 * rows * n * F32 + _topk_out_bytes(rows, k, max(n, 1))
-    if arm == "triton_unfused":
+    if arm in ("triton", "triton_unfused"):
         return common + 2 * sum(live_blocks) * F32 + rows * k * I32
     return common + rows * k * I32
 

@@ -46,7 +46,7 @@ def tl_block_score(x, block_id, start, end, AXIS: tl.constexpr, BS: tl.constexpr
 def _block_scores_kernel(
     x_ptr, x_stride, out_ptr, end_ptr, start_ptr, width, nblocks,
     RR: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, BJ: tl.constexpr,
-    HAS_START: tl.constexpr, PADDED: tl.constexpr,
+    HAS_START: tl.constexpr, PADDED: tl.constexpr, FILL_DEAD: tl.constexpr,
 ):
     row = tl.program_id(0)
     jb = tl.program_id(1)
@@ -59,6 +59,7 @@ def _block_scores_kernel(
     j = jb * BJ + tl.arange(0, BJ)
     t = tl.arange(0, BSP)
     row_off = row.to(tl.int64) * x_stride
+    optr = out_ptr + row.to(tl.int64) * nblocks + j
     if PADDED:
         # upstream: read the whole padded width, mask after the load
         c = start + j[:, None].to(tl.int64) * BS + t[None, :]
@@ -66,15 +67,16 @@ def _block_scores_kernel(
         live = lane & (c < lend)
         x = tl.load(x_ptr + row_off + c, mask=lane & (c < width), other=float("-inf"))
         x = tl.where(live, x, float("-inf"))
-        s = tl_block_score(x, j, start, end, 1, BS)
+        tl.store(optr, tl_block_score(x, j, start, end, 1, BS), mask=j < nblocks)
     else:
         # bounded: a program whose blocks all lie past the row's extent (no live column, not the
-        # newest) writes -inf without loading or computing anything: its cost is the store alone,
-        # so the kernel's time follows the live extent, not the padded width
+        # newest) loads and computes nothing: it writes -inf (FILL_DEAD) or nothing at all, so the
+        # kernel's time follows the live extent, not the padded width
         n_live = (tl.maximum(lend - start, 0) + BS - 1) // BS
         n_ext = tl.maximum(n_live, tl.where(end > start, (end - start - 1) // BS + 1, 0))
         if jb * BJ >= n_ext:
-            s = tl.full([BJ], float("-inf"), tl.float32)
+            if FILL_DEAD:
+                tl.store(optr, tl.full([BJ], float("-inf"), tl.float32), mask=j < nblocks)
         else:
             # 32-bit offsets from the row's start (columns lie below the width, < 2**31)
             rel = j[:, None] * BS + t[None, :]
@@ -82,15 +84,15 @@ def _block_scores_kernel(
             if BSP != BS:  # padded lanes belong to the next block
                 live = live & (t[None, :] < BS)
             x = tl.load(x_ptr + (row_off + start) + rel, mask=live, other=float("-inf"))
-            s = tl_block_score(x, j, start, end, 1, BS)
-    tl.store(out_ptr + row.to(tl.int64) * nblocks + j, s, mask=j < nblocks)
+            tl.store(optr, tl_block_score(x, j, start, end, 1, BS), mask=j < nblocks)
 
 
 def _np2(x: int) -> int:
     return 1 if x <= 1 else 1 << (int(x) - 1).bit_length()
 
 
-def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_repeat=1, padded=False):
+def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_repeat=1, padded=False,
+                        fill_dead=True):
     """Block scores of ``logits`` (arguments validated by :func:`dsa_lab.block_scores`).
 
     Args:
@@ -100,6 +102,10 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
             clamped to the end (only possible inside a capture, where the host check is skipped).
         block_size, row_repeat: ints >= 1.
         padded: False = bounded kernel (default); True = upstream-style full-width scan.
+        fill_dead: True (default): every slot written (``-inf`` past each row's extent).  False (bounded
+            only; the unfused select composition): the slots of whole programs past a row's extent
+            (``BJ`` blocks each) are left unwritten, sparing ``rows * nblocks * 4`` bytes of ``-inf``
+            stores; the select kernels never read past the extent.
 
     Returns:
         float32 ``[rows, cdiv(width, block_size)]``, new; every slot written.
@@ -116,6 +122,6 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
         logits, logits.stride(0), out, row_ends, row_starts if row_starts is not None else row_ends,
         width, nblocks,
         RR=int(row_repeat), BS=bs, BSP=bsp, BJ=bj, HAS_START=row_starts is not None, PADDED=bool(padded),
-        num_warps=4,
+        FILL_DEAD=bool(fill_dead) or bool(padded), num_warps=4,
     )
     return out

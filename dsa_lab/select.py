@@ -113,9 +113,12 @@ def select_candidate_blocks(
     """Top-``topk_blocks`` candidate blocks per row: :func:`block_scores` then :func:`topk_select`.
 
     Args: as :func:`dsa_lab.block_scores`, plus ``topk_blocks`` (int ``>= 1``) and ``out``
-    (optional int32 ``[rows, topk_blocks]``).  ``impl`` also accepts ``"triton_unfused"``: bounded
-    Triton block scores written to memory, then the select kernel (``"triton"`` fuses the two where
-    that was measured to pay: logits are read once and no scores tensor exists).  The live block extent of row ``r`` is
+    (optional int32 ``[rows, topk_blocks]``).  ``impl`` also accepts ``"triton_unfused"`` (bounded
+    Triton block scores written to memory, then the select kernel) and ``"triton_fused"`` (one kernel:
+    logits read once, block maxima formed on the fly, no scores tensor; hier algorithm; only where
+    :func:`dsa_lab.select_triton.fusable`, e.g. k <= 256 at block_size 8, else ``ValueError``).
+    ``"triton"`` takes the one measured faster on the H200: today the unfused composition
+    (:func:`dsa_lab.select_triton.select_candidate_blocks_triton`).  The live block extent of row ``r`` is
     ``cdiv(min(end, width) - start, block_size)`` blocks, widened to include the pinned
     newest block; blocks past it are ``-inf`` and never selected.
 
@@ -125,12 +128,20 @@ def select_candidate_blocks(
     rows, width, bs, rr = _check_scores_args(logits, row_ends, row_starts, block_size, row_repeat)
     topk_blocks = _checks.positive_int(topk_blocks, "topk_blocks")
     _checks.out_tensor(out, (rows, topk_blocks), torch.int32, logits.device)
-    arm = _impl.resolve(impl, logits.device, SELECT_IMPLS + ("triton_unfused",))
-    if arm in ("triton", "triton_unfused"):
+    arm = _impl.resolve(impl, logits.device, SELECT_IMPLS + ("triton_unfused", "triton_fused"))
+    if arm in ("triton", "triton_unfused", "triton_fused"):
         from .select_triton import select_candidate_blocks_triton
 
-        # "triton": fused where it pays (the kernel module decides); "triton_unfused": scores then select
-        fused = None if arm == "triton" else False
+        # "triton": the kernel module's measured choice (today the unfused composition);
+        # "triton_unfused": bounded scores then select; "triton_fused": one fused kernel
+        fused = {"triton": None, "triton_unfused": False, "triton_fused": True}[arm]
+        if fused:
+            from .select_triton import fusable
+
+            if not fusable(topk_blocks, bs):
+                raise ValueError(f"impl='triton_fused' serves next_pow2(topk_blocks) * group * block_size <= 4096 "
+                                 f"(k <= 256 at block_size 8); got topk_blocks={topk_blocks}, block_size={bs}: "
+                                 "use impl='triton'")
         return select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts, bs, rr, out, fused=fused)
     sc = block_scores(logits, row_ends, row_starts=row_starts, block_size=bs, row_repeat=rr, impl="torch")
     return topk_select(sc, topk_blocks, impl=arm, out=out)

@@ -405,6 +405,6 @@ def select_candidate_blocks_radix(logits, row_ends, topk_blocks, row_starts=None
     if nblocks == 0:
         res = out if out is not None else torch.empty((rows, topk_blocks), dtype=torch.int32, device=logits.device)
         return res.fill_(-1)
-    sc = block_scores_triton(logits, row_ends, row_starts, bs, row_repeat)
+    sc = block_scores_triton(logits, row_ends, row_starts, bs, row_repeat, fill_dead=False)  # read < extent only
     return _launch(sc, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat, 2, bs,
                    tile, num_warps, compact, split)

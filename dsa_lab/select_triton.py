@@ -248,14 +248,10 @@ def _scores2d(src_ptr, row_off, cols, valid, start, end, width,
 
     Lanes where ``~valid`` load nothing; their values are meaningless (callers mask them)."""
     if FUSED:
-        # 32-bit offsets from the row's start (a block's columns lie below the width, < 2**31): half
-        # the address and mask arithmetic of int64 on every logit of the stream
         t = tl.arange(0, BSP)
-        rel = cols[:, :, None].to(tl.int32) * BS + t[None, None, :]
-        live = valid[:, :, None] & (rel < (tl.minimum(end, width) - start).to(tl.int32))
-        if BSP != BS:  # padded lanes belong to the next block
-            live = live & (t[None, None, :] < BS)
-        x = tl.load(src_ptr + (row_off + start) + rel, mask=live, other=float("-inf"))
+        c = start + cols[:, :, None].to(tl.int64) * BS + t[None, None, :]
+        live = valid[:, :, None] & (t[None, None, :] < BS) & (c < tl.minimum(end, width))
+        x = tl.load(src_ptr + row_off + c, mask=live, other=float("-inf"))
         sc = tl_block_score(x, cols, start, end, 2, BS)
     else:
         sc = tl.load(src_ptr + row_off + cols, mask=valid, other=0.0)
@@ -647,18 +643,30 @@ def topk_select_triton(scores, k, lengths=None, row_repeat=1, out=None, *, confi
                    0 if lengths is None else 1, False, 1, config)
 
 
+def fusable(topk_blocks: int, block_size: int) -> bool:
+    """Can the fused kernel serve this shape?  Its last stage holds ``KP * G1 * next_pow2(block_size)``
+    logits in registers (``KP = next_pow2(k)``, ``G1`` the level-1 group of :func:`plan_hier`): at most
+    4096 (k <= 256 at block_size 8).  Larger (k = 2048, or block_size 64) compiled and ran far too slowly
+    on the H200 (``notes/select_kernel.md``, v1)."""
+    KP = max(2, _np2(topk_blocks))
+    G1 = 8 if KP <= 64 else (4 if KP <= 128 else 2)
+    return KP * G1 * _np2(block_size) <= 4096
+
+
 def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=None, block_size=8,
                                    row_repeat=1, out=None, *, fused=None, config=None):
     """Triton arm of :func:`dsa_lab.select_candidate_blocks` (arguments validated there).
 
     ``fused=True``: one kernel reads each row's live logits once, forms block maxima on the fly
-    and selects (no scores tensor).  ``fused=False``: the unfused composition, the bounded
-    :func:`dsa_lab.scores_triton.block_scores_triton` then the select kernel over the live
-    block extent.  ``fused=None`` (default): fused when ``KP * G1 * next_pow2(block_size) <= 4096``
-    (``KP = next_pow2(k)``, ``G1`` the level-1 group of :func:`plan_hier`: its last stage holds that
-    many logits in registers; true for k <= 64 at block_size 8, false at k = 2048 or block_size 64,
-    where a v1 fused tile compiled and ran far too slowly on the H200), else unfused.  Both read the
-    bounds on the device only.
+    and selects (no scores tensor; the hier kernel only).  ``fused=False``: the unfused composition,
+    the bounded :func:`dsa_lab.scores_triton.block_scores_triton` (slots past each row's extent left
+    unwritten: the select kernel never reads them) then the select kernel over the live block extent.
+    ``fused=None`` (default): unfused.  Measured on the H200 at k = 64 (``data/h200/tune_dev_E.csv``,
+    ``notes/select_kernel.md``): the unfused composition was faster at 1-32 rows at every context and at
+    every row count from 64K context on (640 x 256K: 261 vs 454 µs; the fused stage A streams logits at
+    ~1.2-1.5 TB/s, the scores kernel at ~3 TB/s); the fused kernel won only at 4K-16K with 160-640 rows,
+    which a rule from shapes (the width, not the live extent) cannot tell apart.  Both read the bounds on
+    the device only.
 
     Returns int32 ``[rows, topk_blocks]`` block ids (rank order), ``-1`` tail; every slot written.
     """
@@ -669,18 +677,13 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
         res = out if out is not None else torch.empty((rows, topk_blocks), dtype=torch.int32, device=logits.device)
         res.fill_(-1)
         return res
-    if fused is None and (config or {}).get("algo", default_algo(topk_blocks)) == "radix":
-        fused = False  # radix selects over block scores (the unfused composition); fused=True + radix raises in plan()
     if fused is None:
-        # the fused kernel holds KP * G1 blocks of logits (KP * G1 * bs floats) in registers in its
-        # last stage: fuse only where that stays small (k <= 64 at bs 8; not at k = 2048 or bs 64)
-        pl = plan_hier(rows, nblocks, topk_blocks, _impl.facts_for(logits), fused=True, block_size=bs)
-        fused = pl["KP"] * pl["G1"] * _np2(bs) <= 4096
+        fused = False  # measured: see the docstring; fused=True + algo radix raises in plan()
     if fused:
         return _launch(logits, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
                        2, True, bs, config)
     from .scores_triton import block_scores_triton
 
-    sc = block_scores_triton(logits, row_ends, row_starts, bs, row_repeat)
+    sc = block_scores_triton(logits, row_ends, row_starts, bs, row_repeat, fill_dead=False)  # read < extent only
     return _launch(sc, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
                    2, False, bs, config)

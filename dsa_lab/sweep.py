@@ -14,9 +14,9 @@ Suites
   - stage ``full`` (logits → scores → ids → flags).  Input: a padded ``[rows, max_model_len]`` logits
     workspace whose live columns hold the distribution and whose tail holds NaN (never to be selected).
     Arms: ``torch`` (upstream: the padded Triton block-scores kernel, ``torch.topk``, store, flags),
-    ``torch_live`` (the same on the live slice), ``triton`` (:func:`dsa_lab.select_candidate_blocks`,
-    fused where the package fuses, + flags), ``triton_unfused`` (bounded scores → select → flags),
-    when the package offers it.
+    ``torch_live`` (the same on the live slice), ``triton`` (:func:`dsa_lab.select_candidate_blocks` with
+    its default dispatch, today bounded scores → select, + flags), ``triton_fused`` (the fused kernel,
+    ``impl="triton_fused"``, + flags; only where it serves the shape, k <= 256 at block_size 8).
 
   Default plan: every point at k = 64 on ``normal`` values; k ∈ {512, 2048} and the distributions
   {shifted, equal, nan1pct, ramp} on the subset concurrency {1, 32, 128} × next_n {1, 5} × every
@@ -86,7 +86,7 @@ CPU_HEADS = 32
 SUITES = ("select", "full", "step", "producer")
 STAGE_ARMS = {
     "select": ("torch", "torch_live", "triton"),
-    "full": ("torch", "torch_live", "triton", "triton_unfused"),
+    "full": ("torch", "torch_live", "triton", "triton_fused"),
 }
 CSV_NAME = {"select": "select_sweep", "full": "select_sweep", "step": "step_breakdown", "producer": "producer_sweep"}
 KEY = ("arm", "stage", "context", "concurrency", "next_n", "k", "dist")
@@ -421,9 +421,9 @@ def full_arm_fn(arm: str, inp: dict, k: int, flags_fn):
             ids = select_candidate_blocks(x, ends, k, block_size=BLOCK_SIZE, impl="triton", out=out)
             return ids, flags_fn(ids, width)
         return fn
-    if arm == "triton_unfused":
+    if arm in ("triton_unfused", "triton_fused"):
         def fn():
-            ids = select_candidate_blocks(x, ends, k, block_size=BLOCK_SIZE, impl="triton_unfused", out=out)
+            ids = select_candidate_blocks(x, ends, k, block_size=BLOCK_SIZE, impl=arm, out=out)
             return ids, flags_fn(ids, width)
         return fn
     raise ValueError(arm)
@@ -540,6 +540,11 @@ class Sweep:
         rec = self.recorder(p.suite)
         if p.suite in ("select", "full"):
             arms = arms_for(p.stage, self.wanted_arms)
+            if p.stage == "full" and "triton_fused" in arms:
+                from .select_triton import fusable
+
+                if not fusable(p.k, BLOCK_SIZE):  # the fused kernel does not serve this k (k > 256)
+                    arms.remove("triton_fused")
             return [a for a in arms if not rec.has(arm=a, stage=p.stage, context=p.context, concurrency=p.concurrency,
                                                    next_n=p.next_n, k=p.k, dist=p.dist)]
         stages = STEP_STAGES if p.suite == "step" else PRODUCER_STAGES
@@ -685,7 +690,7 @@ class Sweep:
                 ("triton", "logits"): (logits_triton, logits_bytes),
                 ("triton", "sanitize"): (lambda: producer.sanitize_decode_logits(logits, ends), 2 * win),
                 ("triton", "scores"): (lambda: block_scores(logits, ends, block_size=BLOCK_SIZE, impl="triton"),
-                                       win + sum(live) * 4),
+                                       win + p.rows * nb * 4),  # every slot written (-inf past the extent)
                 ("triton", "select"): (lambda: topk_select(scores_b, k, lengths=live_t, impl="triton", out=sel_out),
                                        sel_bytes("triton")),
                 ("triton", "flags"): (lambda: flags_fn(ids_t, self.mml), flag_bytes),

@@ -71,8 +71,8 @@ def run_case(case: Case, arms, *, seed: int, device) -> list[dict]:
     ref = reference_ids(case, inp)
     rows = []
     for arm in arms:
-        if arm == "triton_unfused" and case.op != "blocks":
-            continue  # an arm of the candidate-block pipeline only
+        if not arm_serves(arm, case):
+            continue  # an arm of the candidate-block pipeline only (fused: the shapes it serves)
         t0 = time.perf_counter()
         try:
             got = run_arm(case, inp, arm)
@@ -91,10 +91,25 @@ def run_case(case: Case, arms, *, seed: int, device) -> list[dict]:
     return rows
 
 
+def arm_serves(arm: str, case) -> bool:
+    """``triton_unfused`` / ``triton_fused`` are arms of the candidate-block pipeline only; the fused kernel
+    serves the shapes of :func:`dsa_lab.select_triton.fusable` (k <= 256 at block_size 8)."""
+    if arm in ("triton_unfused", "triton_fused") and case.op != "blocks":
+        return False
+    if arm == "triton_fused":
+        from .select_triton import fusable
+
+        return fusable(case.k, case.block_size)
+    return True
+
+
 def default_arms(device) -> tuple[str, ...]:
+    """``triton`` (the default dispatch: for candidate blocks the unfused composition), ``triton_fused``
+    (the fused kernel, where it serves the shape) and ``torch``.  ``triton_unfused`` can be asked for by
+    name (``--arms``); today it runs the same code as ``triton`` on candidate blocks."""
     if not _impl.triton_usable(torch.device(device)):
         return ("torch",)
-    return ("triton", "triton_unfused", "torch")
+    return ("triton", "triton_fused", "torch")
 
 
 def run_matrix(*, scale: str, arms, seed: int, device, names=None, progress: bool = True,
@@ -206,7 +221,7 @@ def fuzz(n: int, *, arms, seed: int, device, max_width: int, max_rows: int, prog
         inp = make_inputs(c, seed=cs, device=device)
         ref = reference_ids(c, inp)
         for arm in arms:
-            if arm == "triton_unfused" and c.op != "blocks":
+            if not arm_serves(arm, c):
                 continue
             try:
                 bad = _bad_rows_device(run_arm(c, inp, arm), ref)
@@ -290,7 +305,8 @@ def _menu_arg(s: str) -> list[int]:
 def add_arguments(p) -> None:
     p.add_argument("--scale", choices=("auto", "cpu", "gpu"), default="auto",
                    help="case sizes: gpu (full) or cpu (interpreter-sized); auto = gpu when CUDA is present")
-    p.add_argument("--arms", default=None, help="comma list of arms (default: triton,torch where Triton runs, else torch)")
+    p.add_argument("--arms", default=None, help="comma list of arms (default: triton,triton_fused,torch where Triton runs, "
+                   "else torch; triton_unfused also accepted)")
     p.add_argument("--cases", default=None, help="comma list of substrings selecting case names")
     p.add_argument("--seed", type=int, default=None, help="input seed (default: fresh each run)")
     p.add_argument("--fuzz", type=int, default=0, help="also run N random cases")

@@ -70,6 +70,7 @@ ARM_COLORS = {
     "torch_live": "#ff7f0e",
     "triton": "#1f77b4",
     "triton_unfused": "#17becf",
+    "triton_fused": "#9467bd",
     "seed_triton": "#9467bd",
     "seed_torch": "#8c564b",
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The recording run on the lent H200 (a .git in the copied tree need not match it, so the commit is passed in).
 #   scripts/gpu_record.sh COMMIT PHASE [PHASE ...]
-# Phases: correct (float-max check, proofs, matrix, graph tests and five fuzz shards side by side: correctness only,
+# Phases: correct (float-max check, proofs, matrix in MATRIX_SHARDS (3) shards, graph tests and five fuzz shards side by
+#         side: correctness only,
 #         so sharing the GPU is fine; CORRECT_S bounds it), proofs (2^32 key order), matrix (named matrix in
 #         MATRIX_SHARDS parallel shards, every arm, plus the graph-capture tests),
 #         graph (pytest -m gpu graph-capture tests),
@@ -39,14 +40,19 @@ for ph in "$@"; do
           --record data/h200 --fuzz-name "fuzz_shard$i.json" --fuzz-dump data/h200/fuzz_failures \
           --no-progress > "$LOGS/fuzz_shard$i.log" 2>&1 &
       done
-      timeout "$(( box_s + 30 ))" python3 -m dsa_lab.cli verify --scale gpu --record data/h200 --no-progress \
-        > "$LOGS/matrix.log" 2>&1 &
+      n=${MATRIX_SHARDS:-3}; mseed=$(( RANDOM * 32768 + RANDOM ))
+      for i in $(seq 0 $(( n - 1 ))); do
+        timeout "$(( box_s + 30 ))" python3 -m dsa_lab.cli verify --scale gpu --seed "$mseed" --matrix-shard "$i/$n" \
+          --matrix-name "verify_matrix_shard$i.csv" --record data/h200 --no-progress > "$LOGS/matrix_shard$i.log" 2>&1 &
+      done
       timeout "$box_s" python3 -m pytest -q -m gpu -k "graph or capture" -p no:cacheprovider \
         tests/test_select_triton.py tests/test_producer.py > "$LOGS/graph_tests.log" 2>&1 &
       python3 -m dsa_lab.proofs --out data/h200/key_order_exhaustive.json
       wait
       python3 -m dsa_lab.verify merge data/h200/fuzz.json data/h200/fuzz_shard*.json && rm -f data/h200/fuzz_shard*.json
-      tail -n 4 "$LOGS"/fuzz_shard*.log; tail -n 8 "$LOGS/matrix.log"; tail -n 3 "$LOGS/graph_tests.log" ;;
+      python3 -m dsa_lab.verify merge-matrix data/h200/verify_matrix.csv data/h200/verify_matrix_shard*.csv \
+        && rm -f data/h200/verify_matrix_shard*
+      tail -n 4 "$LOGS"/fuzz_shard*.log; tail -n 6 "$LOGS"/matrix_shard*.log; tail -n 3 "$LOGS/graph_tests.log" ;;
     proofs) python3 -m dsa_lab.proofs --out data/h200/key_order_exhaustive.json ;;
     matrix)
       # MATRIX_SHARDS processes (same seed, disjoint cases) so that kernels compile in parallel; merged after

@@ -39,8 +39,9 @@ def test_full_bytes_model():
     ends = [512, 2048, 3000]  # the last one is past the width: clamped
     nb = width // bs
     common = (512 + 2048 + 2048) * 4 + 3 * (nb + 1)
-    assert bench.full_bytes("triton", ends, width, bs, k) == common + 3 * k * 4
-    assert bench.full_bytes("triton_unfused", ends, width, bs, k) == common + 2 * (64 + 256 + 256) * 4 + 3 * k * 4
+    assert bench.full_bytes("triton_fused", ends, width, bs, k) == common + 3 * k * 4
+    unfused = common + 2 * (64 + 256 + 256) * 4 + 3 * k * 4
+    assert bench.full_bytes("triton", ends, width, bs, k) == bench.full_bytes("triton_unfused", ends, width, bs, k) == unfused
     topk = 3 * k * (4 + 8) * 2 + 3 * k * 4
     assert bench.full_bytes("torch", ends, width, bs, k) == 3 * width * 4 + 3 * (nb + 1) + 2 * 3 * nb * 4 + topk
     assert bench.full_bytes("torch_live", [512] * 3, width, bs, k) == 3 * 512 * 4 + 3 * (nb + 1) + 2 * 3 * 64 * 4 + topk

@@ -27,7 +27,7 @@ def record(tmp_path):
                     tr = tr / 2  # full stage: 2x the select speedup
                 arms = [("torch", base), ("torch_live", base / 2), ("triton", tr)]
                 if stage == "full":
-                    arms.append(("triton_unfused", tr * 1.5))
+                    arms.append(("triton_fused", tr / 1.5))
                 for arm, us in arms:
                     data.append_row(path, _row(arm, stage, c, conc, nn, 64, "normal", us,
                                                floor=tr / 1.2 if c == 262144 and conc == 128 else 1.0),

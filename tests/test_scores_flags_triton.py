@@ -44,6 +44,28 @@ def test_block_scores_match_torch(rows, width, bs, rr, ends, starts, padded, fre
     assert same_bits(got, want), f"seed={fresh_seed}\n{got}\n{want}"
 
 
+@pytest.mark.parametrize("fill_dead", [True, False], ids=["fill-dead", "skip-dead"])
+def test_block_scores_many_programs_per_row(fill_dead, fresh_seed):
+    """Rows spanning several 512-block programs: programs wholly past a row's extent skip the loads; with
+    fill_dead they write -inf (every slot bit-identical to torch), without it the slots up to the extent
+    (the live blocks and the pinned newest one, even past the width) still are."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    rows, width, bs = 5, 40000, 8
+    x = torch.randn(rows, width, generator=gen)
+    x[torch.rand(rows, width, generator=gen) < 0.01] = NAN
+    e = torch.tensor([40000, 4100, 0, 39990, 45000])
+    st = torch.tensor([0, 100, 0, 39000, 38000])  # last row: end past the width, newest block past it
+    got = block_scores_triton(x, e, st, bs, 1, fill_dead=fill_dead)
+    want = block_scores_torch(x, e, st, bs, 1)
+    if fill_dead:
+        assert same_bits(got, want), f"seed={fresh_seed}"
+    for r in range(rows):
+        end, s0 = int(e[r]), int(st[r])
+        ext = max(-(-(max(min(end, width) - s0, 0)) // bs), (end - s0 - 1) // bs + 1 if end > s0 else 0)
+        ext = min(ext, want.shape[1])
+        assert same_bits(got[r, :ext], want[r, :ext]), f"row {r} seed={fresh_seed}"
+
+
 def test_block_scores_garbage_past_end_and_public_api():
     x = torch.randn(2, 64)
     x[0, 20:] = NAN

@@ -68,7 +68,7 @@ def test_k_values_incl_k_above_live_and_width(k, fresh_seed):
     x = torch.randn(rows, n, generator=gen)
     lengths = torch.tensor([n, 37])
     out = poisoned(rows, k, "cpu")
-    cfg = {"direct": 2, "group": 2, "programs": 3}
+    cfg = {"algo": "hier", "direct": 2, "group": 2, "programs": 3}
     st.topk_select_triton(x, k, lengths, 1, out, config=cfg)
     ref = topk_select_reference(x, k, lengths, 1)
     assert_same_sets(out, ref, f"k={k} seed={fresh_seed}")
@@ -82,7 +82,7 @@ def test_tl_topk_never_given_fewer_than_k():
     for k in (1, 2, 3, 64, 100, 512, 1000, 2048):
         for n in (1, 7, 300, 32768):
             for rows in (1, 640):
-                p = st.plan(rows, n, k, facts)
+                p = st.plan(rows, n, k, facts, algo="hier")  # (k > 512 defaults to radix: no tl.topk)
                 kp = p["KP"]
                 assert kp >= k and kp & (kp - 1) == 0
                 assert p["DT"] >= kp and p["SB"] >= kp and p["KP"] * p["G2"] >= 2 * kp and p["KP"] * p["G1"] >= kp
@@ -164,10 +164,47 @@ def test_candidate_blocks_block_sizes(bs, fresh_seed):
     ref = topk_select_reference(block_scores_torch(x, ends, None, bs, 1), k)
     for fused in (True, False):
         out = poisoned(rows, k, "cpu")
-        dsa_lab.select_candidate_blocks(x, ends, k, block_size=bs, impl="triton", out=out) if fused else \
-            st.select_candidate_blocks_triton(x, ends, k, None, bs, 1, out, fused=False)
+        st.select_candidate_blocks_triton(x, ends, k, None, bs, 1, out, fused=fused)
         assert_same_sets(out, ref, f"bs={bs} fused={fused}")
         assert (out[1] == -1).all()
+
+
+def test_candidate_blocks_impls_fused_unfused_and_default(fresh_seed):
+    """impl="triton" (the measured default: unfused), "triton_unfused" and "triton_fused" all give the
+    contract's blocks; "triton_fused" refuses shapes the fused kernel does not serve, naming the argument."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    x = torch.randn(3, 2000, generator=gen)
+    x[torch.rand(3, 2000, generator=gen) < 0.02] = NAN
+    ends = torch.tensor([2000, 900, 17])
+    ref = topk_select_reference(block_scores_torch(x, ends, None, 8, 1), 20)
+    for impl in ("triton", "triton_unfused", "triton_fused"):
+        out = poisoned(3, 20, "cpu")
+        dsa_lab.select_candidate_blocks(x, ends, 20, block_size=8, impl=impl, out=out)
+        assert_same_sets(out, ref, f"impl={impl} seed={fresh_seed}")
+    assert st.fusable(64, 8) and st.fusable(256, 8) and not st.fusable(257, 8) and not st.fusable(2048, 8) and not st.fusable(10, 64)
+    with pytest.raises(ValueError, match="topk_blocks=2048"):
+        dsa_lab.select_candidate_blocks(x, ends, 2048, block_size=8, impl="triton_fused")
+
+
+def test_candidate_blocks_unfused_leaves_dead_score_slots_unread(monkeypatch):
+    """The unfused composition asks the scores kernel not to write slots past each row's extent
+    (fill_dead=False) and still selects exactly: the select kernel never reads them."""
+    from dsa_lab import scores_triton
+
+    seen = []
+    real = scores_triton.block_scores_triton
+
+    def spy(*a, **kw):
+        sc = real(*a, **kw)
+        seen.append(kw.get("fill_dead", True))
+        return sc
+    monkeypatch.setattr(scores_triton, "block_scores_triton", spy)
+    x = torch.randn(2, 40000)
+    ends = torch.tensor([40000, 100])
+    out = poisoned(2, 16, "cpu")
+    dsa_lab.select_candidate_blocks(x, ends, 16, block_size=8, impl="triton", out=out)
+    assert seen == [False]
+    assert_same_sets(out, topk_select_reference(block_scores_torch(x, ends, None, 8, 1), 16), "unfused")
 
 
 def test_candidate_blocks_garbage_past_end_ignored():
