@@ -287,10 +287,15 @@ def big_point_target(idx, stage, k=64, *, limit_us=None, floor_mult=None) -> lis
     if limit_us is not None:
         return _target_row(f"{label} ≤ {limit_us:g} µs", f"{fmt(r['median_us'])} µs", r["median_us"] <= limit_us,
                            f"floor {fmt(r.get('floor_us'))} µs, {fmt(r['median_us'] / r['floor_us'] if r.get('floor_us') else None)}x the floor")
-    ratio = r["median_us"] / r["floor_us"] if r.get("floor_us") else None
-    return _target_row(f"{label} within {floor_mult:g}x of its bytes/bandwidth floor", f"{fx(ratio)} the floor",
-                       None if ratio is None else ratio <= floor_mult,
-                       f"{fmt(r['median_us'])} µs vs floor {fmt(r.get('floor_us'))} µs")
+    # the floor is the fewest bytes any Triton arm moves at this point (the fused arm: live logits read once),
+    # not the default arm's own model (the unfused composition also writes and re-reads the block scores)
+    floors = [x.get("floor_us") for key, x in idx.items() if key[0] in ("triton", "triton_fused")
+              and key[1:] == (stage, r["context"], r["concurrency"], r["next_n"], k, "normal") and x.get("floor_us")]
+    floor = min(floors) if floors else None
+    ratio = r["median_us"] / floor if floor else None
+    return _target_row(f"{label} within {floor_mult:g}x of its bytes/bandwidth floor (live logits read once)",
+                       f"{fx(ratio)} the floor", None if ratio is None else ratio <= floor_mult,
+                       f"{fmt(r['median_us'])} µs vs floor {fmt(floor)} µs")
 
 
 def dist_ratio(idx, stage, k=64, arm="triton"):

@@ -276,6 +276,35 @@ def radix_dev_rows(rows: list[dict]) -> list[dict]:
     return out
 
 
+def variant_rows(rows: list[dict], arms, *, k=None, dist=None, stage=None) -> list[dict]:
+    """Rows of a dev run that timed several variants per point (``scripts/gpu_tune_dev.py`` →
+    ``data/<gpu>/tune_dev/tune_dev_<section>.csv``) as one table row per point: the median µs of each of
+    ``arms`` (``—`` where not timed, e.g. a variant whose check failed), the fastest of them, and whether every
+    timed variant passed its check; filtered by ``k`` / ``dist`` / ``stage``, sorted by k, dist, context, rows."""
+    pts: dict = {}
+    for r in rows:
+        if (k is not None and int(r["k"]) != k) or (dist is not None and r["dist"] != dist) or \
+                (stage is not None and r.get("stage") != stage):
+            continue
+        key = (int(r["k"]), str(r["dist"]), int(r["context"]), int(r["rows"]))
+        d = pts.setdefault(key, {"_checks": []})
+        d[str(r["arm"])] = float(r["median_us"])
+        if r.get("check") not in (None, ""):
+            d["_checks"].append(str(r["check"]))
+    out = []
+    for (kk, dd, ctx, nrows), d in sorted(pts.items(), key=lambda t: (-t[0][0], t[0][1] != "normal", t[0][1],
+                                                                       t[0][2], t[0][3])):
+        row = {"k": kk, "dist": dd, "context": ctx, "rows": nrows}
+        timed = {a: d[a] for a in arms if a in d}
+        for a in arms:
+            row[a] = f"{d[a]:.1f}" if a in d else "—"
+        row["fastest"] = min(timed, key=timed.get) if timed else "—"
+        row["checks"] = "ok" if d["_checks"] and all(c == "ok" for c in d["_checks"]) else ("—" if not d["_checks"]
+                                                                                          else "FAILED")
+        out.append(row)
+    return out
+
+
 def float_max_table(path) -> str:
     """The recorded float-max check (``scripts/gpu_float_max_check.py``): per block, the contract's max and
     what ``torch.amax`` and a Triton ``tl.max`` returned on that GPU (``!`` marks a departure)."""

@@ -72,7 +72,7 @@ viz.time_vs_rows_figure(*sweep, context=262144)
 # ## Tile choice vs context
 #
 # The seed's own open point (MI355X, transcribed): a 1024-wide tile helps 64K context but hurts 4K. The default
-# kernel here ("hier", `dsa_lab.select_triton`) has no single tile to choose: a row of at most 512 live columns
+# kernel for k <= 512 ("hier", `dsa_lab.select_triton`) has no single tile to choose: a row of at most 512 live columns
 # takes one direct 512-key top-k (short contexts pay for nothing wider), longer rows are streamed in super groups
 # (64 columns at k <= 64) by programs that each take at least 1024 columns, split from the row's live extent on the
 # device, and the last program ranks group maxima (three 512-key top-k whatever the context). Its cost is set by
@@ -85,13 +85,12 @@ print(viz.record_label(tile_note[1], tile_note[2]))
 print(proofs.format_table(tile_note[0]) if tile_note[0] else "NO RECORD")
 
 # %% [markdown]
-# ## Large k: when sorting stops paying (a measured experiment, not the default)
+# ## Large k: when sorting stops paying
 #
 # At k = 2048 the hier kernel's groups shrink to 2 x 2 and its last stage is one program running a bitonic top-k
-# over up to 8192 keys: the recorded sweep has it *slower* than `torch.topk` at 64K and 256K context. A radix
-# select (`dsa_lab.select_radix_triton`) finds the k-th key digit by digit from histograms and never sorts. A dev
-# run on the H200 timed it beside the default kernel and torch on the sweep's inputs (every output checked against
-# the exact reference first); best of its two tile sizes:
+# over up to 8192 keys: the first recorded sweep had it *slower* than `torch.topk` at 64K and 256K context. A radix select (`dsa_lab.select_radix_triton`) finds the k-th key digit by digit from histograms and never
+# sorts. The first dev run on the H200 timed it beside the default kernel and torch on the sweep's inputs (every
+# output checked against the exact reference first); best of its two tile sizes:
 
 # %%
 radix = viz.load_records("radix_dev")
@@ -99,9 +98,40 @@ print(viz.record_label(radix[1], radix[2]) if radix[0] else "NO RECORD")
 print(proofs.format_table(viz.radix_dev_rows(radix[0])) if radix[0] else "NO RECORD")
 
 # %% [markdown]
-# It wins wherever hier's sort is big (k = 2048: 2-5x) and loses where hier takes its direct 512-key path (k = 64).
-# One program per row still streams the whole row several times, so long single rows stay slow; the compacting
-# and split versions in the same module address that and await their GPU run (`notes/select_kernel.md`).
+# A second run (`scripts/gpu_tune_dev.py`, section A) put the three radix forms side by side: `r30` every digit
+# over the row, `r31` two passes over the row then the threshold bin's list (`r31_t4096`: wider tiles), `r32` the
+# row split over programs (two launches). The compacting and split forms win on continuous values at 256K, but
+# when values tie or share their top digit (`equal`, `shifted`: a list as long as the row) they lose up to 2x —
+# and a dispatch rule sees shapes, not values. So `impl="triton"` now takes **`r30` for k > 512**
+# (`select_triton.RADIX_MIN_KP = 1024`) and hier below, where hier won at 4K and 256K and tied at 64K (k = 512).
+
+# %%
+tuneA = viz.load_records("tune_dev/tune_dev_A")
+print(viz.record_label(tuneA[1], tuneA[2]) if tuneA[0] else "NO RECORD")
+if tuneA[0]:
+    print(proofs.format_table(viz.variant_rows(tuneA[0], ["torch", "hier", "r30", "r31", "r31_t4096", "r32"], k=2048)))
+
+# %% [markdown]
+# The recorded sweep at that commit meets the k = 2048 median target (README "Results") but not everywhere: at 256K
+# one program per row still streams 32768 keys about six times and stays slower than torch (the `r30` and `torch`
+# columns above; torch splits a row over many blocks). Every digit pass split over programs — one launch per
+# digit, each program summing the per-program histograms — is the next step (`notes/select_kernel.md`).
+#
+# ## Fused or unfused: measured, not assumed
+#
+# The fused kernel reads each row's logits once and never writes block scores; the unfused composition writes
+# and re-reads them (~1/8 of the logits' bytes at block_size 8). Section E of the same dev script timed both on
+# the full stage (k = 64), after the bounded scores kernel learned to skip programs wholly past a row's extent
+# (its `scores` stage in `step_breakdown.csv` had cost about the same at 640 rows whatever the context). The fused
+# kernel's streaming stage turned out slower per logit than the scores kernel: fused wins only at 4K–16K context with 160–640 rows, which a rule on shapes (the
+# width is the same at every context) cannot tell apart, so `impl="triton"` takes the unfused composition and the
+# fused kernel stays an arm of its own (`impl="triton_fused"`).
+
+# %%
+tuneE = viz.load_records("tune_dev/tune_dev_E")
+print(viz.record_label(tuneE[1], tuneE[2]) if tuneE[0] else "NO RECORD")
+if tuneE[0]:
+    print(proofs.format_table(viz.variant_rows(tuneE[0], ["torch", "fused_nw4", "fused_nw8", "unfused"], stage="full")))
 
 # %% [markdown]
 # ## The roofline, with measured ceilings

@@ -259,3 +259,19 @@ def test_radix_dev_rows():
     assert [r["k"] for r in t] == [2048, 64]
     assert t[0]["radix_us"] == "5.0" and t[0]["radix_vs_hier"] == "4.00x" and t[0]["radix_vs_torch"] == "12.00x"
     assert t[1]["radix_vs_hier"] == "0.25x" and t[0]["check"] == "ok"
+
+
+def test_variant_rows():
+    rows = [{"stage": "select", "k": 2048, "dist": d, "context": 262144, "rows": 1, "arm": a, "median_us": v, "check": c}
+            for d, a, v, c in (("normal", "torch", 60.0, ""), ("normal", "hier", 340.0, "ok"), ("normal", "r30", 170.0, "ok"),
+                               ("normal", "r32", 103.0, "ok"), ("equal", "torch", 61.0, ""), ("equal", "r30", 200.0, "ok"),
+                               ("equal", "r32", 350.0, "mismatch 1/1"))]
+    rows.append({"stage": "select", "k": 64, "dist": "normal", "context": 4096, "rows": 1, "arm": "r30", "median_us": 9.0,
+                 "check": "ok"})
+    t = viz.variant_rows(rows, ["torch", "hier", "r30", "r32"], k=2048)
+    assert [(r["dist"], r["rows"]) for r in t] == [("normal", 1), ("equal", 1)]
+    assert t[0]["fastest"] == "torch" and t[0]["r32"] == "103.0" and t[0]["checks"] == "ok"
+    assert t[1]["hier"] == "—" and t[1]["checks"] == "FAILED"
+    t = viz.variant_rows(rows, ["hier", "r30", "r32"], k=2048, dist="normal")
+    assert len(t) == 1 and t[0]["fastest"] == "r32"
+    assert viz.variant_rows(rows, ["r30"], stage="full") == []
