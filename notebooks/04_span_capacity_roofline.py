@@ -125,13 +125,24 @@ if tuneA[0]:
 # (its `scores` stage in `step_breakdown.csv` had cost about the same at 640 rows whatever the context). The fused
 # kernel's streaming stage turned out slower per logit than the scores kernel: fused wins only at 4K–16K context with 160–640 rows, which a rule on shapes (the
 # width is the same at every context) cannot tell apart, so `impl="triton"` takes the unfused composition and the
-# fused kernel stays an arm of its own (`impl="triton_fused"`).
+# fused kernel stays an arm of its own (`impl="triton_fused"`). (The fused columns of this dev run belong to a
+# variant with 32-bit offsets that was slower than the kept fused kernel and was reverted; the recorded sweep
+# after it compares the final arms.)
 
 # %%
 tuneE = viz.load_records("tune_dev/tune_dev_E")
 print(viz.record_label(tuneE[1], tuneE[2]) if tuneE[0] else "NO RECORD")
 if tuneE[0]:
     print(proofs.format_table(viz.variant_rows(tuneE[0], ["torch", "fused_nw4", "fused_nw8", "unfused"], stage="full")))
+
+# %% [markdown]
+# The recorded sweep, final kernels: the fused arm's time over the default (unfused) arm's, per context.
+
+# %%
+from dsa_lab import report
+
+print(viz.record_label(sweep[1], sweep[2]) if sweep[0] else "NO RECORD")
+print(report.fused_table(report.index(sweep[0])) if sweep[0] else "NO RECORD")
 
 # %% [markdown]
 # ## The roofline, with measured ceilings
