@@ -1,4 +1,4 @@
-"""Radix (histogram) top-k selection for large k — an experimental arm, not yet the default.
+"""Radix (histogram) top-k selection for large k — the default of ``impl="triton"`` for k > 512 (v3.0).
 
 Why: the default "hier" kernel (:mod:`dsa_lab.select_triton`) ranks groups with bitonic ``tl.topk``
 whose input grows with ``KP = next_pow2(k)``; at k = 2048 over 8K-32K live blocks its last stage is
@@ -30,11 +30,16 @@ digit's histogram, then one pass that writes every column above the threshold bi
 the bin's columns (in column order) to a per-row scratch list; the later digits work on that list,
 which is short for continuous values (all of the row when every value ties, as in the other kernel).
 
-Status (2026-11-29): both correct under the interpreter (tests/test_select_radix.py, the same
-reference and poisoning as every arm) and compiled for sm_90 with triton 3.6; the full-pass kernel
-was timed on the H200 (``data/h200/radix_dev.csv``, ``notes/select_kernel.md``: 2-5x faster than the
-default kernel at k = 2048, slower at k = 64); the compact kernel is not yet measured.  Neither is
-wired into ``impl="triton"`` until a recorded sweep shows where it wins.  ROCm: unverified.
+:func:`_radix_par_kernel` (``parallel=True``, v3.3, experimental and not yet timed on a GPU) splits every
+digit pass over the row's programs: five launches, per-program histograms summed by every program of the next
+launch, no atomics.
+
+Status (2026-11-29): the full-pass kernel (v3.0) is the default of ``impl="triton"`` for k > 512
+(``select_triton.RADIX_MIN_KP``, ``RADIX_DEFAULT``) since commit 2f0cd15: measured faster than the hier kernel at
+every k = 2048 point and robust to tied values; recorded fuzz and matrix 0 mismatches at that commit.  The
+compacting (v3.1) and split (v3.2) forms were measured faster on continuous values at 256K but 1.7-11x slower on
+tied / shifted values (``data/h200/tune_dev/``); v3.3 is unmeasured.  All are correct under the interpreter
+(tests/test_select_radix.py, the same reference and poisoning as every arm).  ROCm: unverified.
 """
 from __future__ import annotations
 
@@ -326,6 +331,170 @@ def _radix_split_kernel(
             tl.store(cnt_ptr + row, 0)  # reset for the next call / graph replay
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# v3.3 "parallel": every digit pass split over the row's P programs, one launch per pass, no atomics
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _u32_of(src_ptr, row_off, cols, L):
+    """(ordered word as uint32 — unsigned order = the contract's, NaN on top — , candidate mask) of ``cols``
+    (``cols >= L`` masked).  32-bit digit arithmetic (the other kernels widen to int64)."""
+    live = cols < L
+    s = tl.load(src_ptr + row_off + cols, mask=live, other=float("-inf"))
+    u = tl_ordered_hi(s).to(tl.uint32, bitcast=True) ^ 0x80000000
+    return u, live & (s != float("-inf"))  # NaN != -inf: NaN is a candidate
+
+
+@triton.jit
+def _par_hist(src_ptr, row_off, lo, hi, prefix, D: tl.constexpr, TILE: tl.constexpr):
+    """Histogram of digit D (8 bits, D = 0 the top) over the candidates of columns [lo, hi) whose higher
+    digits equal ``prefix`` (uint32, D * 8 bits)."""
+    lane = tl.arange(0, TILE)
+    hist = tl.zeros([256], tl.int32)
+    for t0 in range(lo, hi, TILE):
+        u, c = _u32_of(src_ptr, row_off, t0 + lane, hi)
+        if D > 0:
+            c = c & ((u >> (32 - 8 * D)) == prefix)
+        hist += tl.histogram(((u >> (24 - 8 * D)) & 255).to(tl.int32), 256, mask=c)
+    return hist
+
+
+@triton.jit(do_not_specialize=["n", "width", "k", "P"])
+def _radix_par_kernel(
+    src_ptr, src_stride, len_ptr, start_ptr, out_ptr, hist_ptr, st_ptr, acc_ptr, n, width, k, P,
+    STEP: tl.constexpr, PP: tl.constexpr, RR: tl.constexpr, LEN_MODE: tl.constexpr, HAS_START: tl.constexpr,
+    BS: tl.constexpr, TILE: tl.constexpr, KT: tl.constexpr,
+):
+    """Parallel radix, launch ``STEP`` of 5 (grid rows x P; program p owns whole tiles [lo, hi) of its row).
+
+    STEP 0: every program's histogram of the top digit over its share → ``hist[0, row, p]``.
+    STEP 1-3: every program sums the P histograms of the previous launch and decides that digit (all agree:
+    same input); program 0 records the decision (``st[STEP % 2, row]`` = prefix, need, done, bits) and adds
+    each program's count of candidates above the chosen bin to ``acc[row, 0, p]`` (ties: ``acc[row, 1, p]``
+    once the selection is decided); unless decided, every program histograms the next digit among the
+    candidates matching the new prefix → ``hist[STEP % 2, row, p]``.  A row is decided when it has at most
+    k candidates (all taken), when the chosen bin is needed whole, or after the fourth digit.
+    STEP 4: decide the fourth digit where still open; every program derives its output offsets from the
+    per-program counts and streams its share once: candidates above the threshold prefix to the output,
+    then the first ``need`` candidates equal to it in column order (the contract's tie break); program 0
+    writes ``-1`` past the selected count.
+    Buffers are double-buffered by launch parity, so no launch reads what the same launch writes; launch
+    boundaries order everything (no counters: capture-safe, nothing to reset)."""
+    row = tl.program_id(0)
+    p = tl.program_id(1)
+    L, start, end = _row_extent(row, len_ptr, start_ptr, n, width, LEN_MODE, HAS_START, RR, BS)
+    row_off = row.to(tl.int64) * src_stride
+    rows = tl.num_programs(0)
+    lo, hi = _chunk(L, p, P, TILE)
+    bins = tl.arange(0, 256)
+    pp = tl.arange(0, PP)
+    if STEP == 0:
+        h0 = _par_hist(src_ptr, row_off, lo, hi, 0, 0, TILE)
+        tl.store(hist_ptr + (row.to(tl.int64) * P + p) * 256 + bins, h0)
+    else:
+        # the previous launch's state (STEP 1: the initial one) and histograms
+        prev = (STEP - 1) % 2
+        sb = (prev * rows + row).to(tl.int64) * 4
+        if STEP == 1:
+            prefix = tl.zeros([], tl.uint32)
+            need = tl.zeros([], tl.int64) + k
+            done = tl.zeros([], tl.int32)
+            nbits = tl.zeros([], tl.int32)
+        else:
+            prefix = tl.load(st_ptr + sb).to(tl.uint32, bitcast=True)
+            need = tl.load(st_ptr + sb + 1).to(tl.int64)
+            done = tl.load(st_ptr + sb + 2)
+            nbits = tl.load(st_ptr + sb + 3)
+        abase = row.to(tl.int64) * 2 * PP
+        if done == 0:
+            hb_ptr = hist_ptr + ((prev * rows + row).to(tl.int64) * P) * 256
+            h = tl.load(hb_ptr + pp[:, None] * 256 + bins[None, :], mask=pp[:, None] < P, other=0)
+            H = tl.sum(h, axis=0)
+            D: tl.constexpr = STEP - 1  # the digit decided now
+            if D == 0:
+                ncand = tl.sum(H.to(tl.int64))
+                rem = tl.minimum(ncand, k)
+            else:
+                rem = need
+            b, hb, rem2 = _pick(H, rem, bins)
+            if D == 0:
+                b = tl.where(ncand <= k, -1, b)  # at most k candidates: all of them, nothing tied
+            gt_p = tl.sum(tl.where(bins[None, :] > b, h, 0), axis=1)
+            eq_p = tl.sum(tl.where(bins[None, :] == b, h, 0), axis=1)
+            decided = (rem2 == hb) | (b < 0)  # (after the fourth digit STEP 4 emits whatever this says)
+            if D == 0:
+                acc_gt = gt_p
+                new_bits = tl.where(b < 0, 0, 8)
+            else:
+                acc_gt = tl.load(acc_ptr + abase + pp, mask=pp < P, other=0) + gt_p
+                new_bits = nbits + 8
+            new_prefix = (prefix << 8) | tl.maximum(b, 0).to(tl.uint32)
+            new_need = tl.where(b < 0, 0, rem2)
+            eq_p = tl.where(b < 0, 0, eq_p)
+            if STEP < 4:
+                if p == 0:
+                    ob = ((STEP % 2) * rows + row).to(tl.int64) * 4
+                    tl.store(st_ptr + ob, new_prefix.to(tl.int32, bitcast=True))
+                    tl.store(st_ptr + ob + 1, new_need.to(tl.int32))
+                    tl.store(st_ptr + ob + 2, decided.to(tl.int32))
+                    tl.store(st_ptr + ob + 3, new_bits.to(tl.int32))
+                    tl.store(acc_ptr + abase + pp, acc_gt, mask=pp < P)
+                    tl.store(acc_ptr + abase + PP + pp, eq_p, mask=pp < P)
+                if decided == 0:
+                    hn = _par_hist(src_ptr, row_off, lo, hi, new_prefix, STEP, TILE)
+                    tl.store(hist_ptr + (((STEP % 2) * rows + row).to(tl.int64) * P + p) * 256 + bins, hn)
+            else:
+                _par_emit(src_ptr, row_off, out_ptr, row, p, lo, hi, acc_gt, eq_p, new_prefix, new_need, new_bits,
+                          k, pp, P, TILE, KT)
+        else:
+            if STEP < 4:
+                if p == 0:  # carry the decided state to this launch's parity
+                    ob = ((STEP % 2) * rows + row).to(tl.int64) * 4
+                    tl.store(st_ptr + ob, prefix.to(tl.int32, bitcast=True))
+                    tl.store(st_ptr + ob + 1, need.to(tl.int32))
+                    tl.store(st_ptr + ob + 2, done)
+                    tl.store(st_ptr + ob + 3, nbits)
+            else:
+                acc_gt = tl.load(acc_ptr + abase + pp, mask=pp < P, other=0)
+                eq_p = tl.load(acc_ptr + abase + PP + pp, mask=pp < P, other=0)
+                _par_emit(src_ptr, row_off, out_ptr, row, p, lo, hi, acc_gt, eq_p, prefix, need, nbits,
+                          k, pp, P, TILE, KT)
+
+
+@triton.jit
+def _par_emit(src_ptr, row_off, out_ptr, row, p, lo, hi, gt_p, eq_p, prefix, need, nbits, k, pp, P,
+              TILE: tl.constexpr, KT: tl.constexpr):
+    """Write program p's share of the selection: its candidates above the ``nbits``-bit threshold ``prefix``
+    (every candidate when ``nbits`` = 0) at the slots after the programs before it, and its candidates
+    equal to it whose rank among all ties (column order) is at most ``need``, after every row's
+    above-threshold candidate.  Program 0 fills the slots past the selected count with -1."""
+    base = row.to(tl.int64) * k
+    gt = gt_p.to(tl.int64)
+    eq = eq_p.to(tl.int64)
+    a_cnt = tl.sum(tl.where(pp < p, gt, 0))
+    e_cnt = tl.sum(tl.where(pp < p, eq, 0))
+    a_tot = tl.sum(gt)
+    sh = tl.where(nbits > 0, 32 - nbits, 0).to(tl.uint32)
+    lane = tl.arange(0, TILE)
+    for t0 in range(lo, hi, TILE):
+        cols = t0 + lane
+        u, c = _u32_of(src_ptr, row_off, cols, hi)
+        top = u >> sh
+        allv = (cols * 0 + nbits) == 0  # tile-shaped (the interpreter rejects a 0-d bool operand)
+        ab = c & (allv | (top > prefix))
+        ti = c & (~allv) & (top == prefix)
+        pa = a_cnt + tl.cumsum(ab.to(tl.int64), 0) - 1
+        tl.store(out_ptr + base + pa, cols.to(tl.int32), mask=ab & (pa < k))
+        rt = e_cnt + tl.cumsum(ti.to(tl.int64), 0)
+        pt = a_tot + rt - 1
+        tl.store(out_ptr + base + pt, cols.to(tl.int32), mask=ti & (rt <= need) & (pt < k))
+        a_cnt += tl.sum(ab.to(tl.int64))
+        e_cnt += tl.sum(ti.to(tl.int64))
+    if p == 0:
+        _fill_tail(out_ptr, base, tl.minimum(a_tot + tl.minimum(need, tl.sum(eq)), k), k, KT)
+
+
 def _np2(x: int) -> int:
     return 1 if x <= 1 else 1 << (int(x) - 1).bit_length()
 
@@ -336,7 +505,8 @@ def split_programs(rows: int, n: int, sm_count: int, tile: int) -> int:
     return max(1, min((2 * sm_count) // max(rows, 1), -(-n // tile), 32))
 
 
-def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, bs, tile, num_warps, compact, split):
+def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, bs, tile, num_warps, compact, split,
+            parallel=False):
     if out is None:
         out = torch.empty((rows, k), dtype=torch.int32, device=src.device)
     if rows == 0:
@@ -345,6 +515,21 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, bs, tile,
     dummy = out
     lens = len_t if len_t is not None else dummy
     starts = start_t if start_t is not None else dummy
+    if parallel:
+        # v3.3: every digit pass split over P programs (split=None/True: by the SM count; an int forces P)
+        P = (split_programs(rows, n, int(_impl.facts_for(src)["sm_count"]), tile or 1024)
+             if split is None or split is True or split is False else max(1, int(split)))
+        tile = tile or (1024 if P > 1 else max(256, min(2048, _np2(n))))
+        PP = _np2(P)
+        meta = dict(RR=rr, LEN_MODE=len_mode, HAS_START=start_t is not None, BS=bs, TILE=tile,
+                    num_warps=num_warps or (8 if tile >= 2048 else 4))
+        hist = torch.empty((2 * rows * P * 256,), dtype=torch.int32, device=dev)
+        st = torch.empty((2 * rows * 4,), dtype=torch.int32, device=dev)
+        acc = torch.empty((rows * 2 * PP,), dtype=torch.int32, device=dev)
+        for step in range(5):
+            _radix_par_kernel[(rows, P)](src, src.stride(0), lens, starts, out, hist, st, acc, n, width, k, P,
+                                         STEP=step, PP=PP, KT=min(1024, _np2(k)), **meta)
+        return out
     if split is True or split is None:
         P = split_programs(rows, n, int(_impl.facts_for(src)["sm_count"]), tile or 1024)
     else:
@@ -371,7 +556,7 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, bs, tile,
 
 
 def topk_select_radix(scores, k, lengths=None, row_repeat=1, out=None, *, tile=None, num_warps=None, compact=True,
-                      split=False):
+                      split=False, parallel=False):
     """Radix arm of :func:`dsa_lab.topk_select` (same contract; arguments as
     :func:`dsa_lab.select_triton.topk_select_triton`, validated by the caller).
 
@@ -380,7 +565,10 @@ def topk_select_radix(scores, k, lengths=None, row_repeat=1, out=None, *, tile=N
     over the whole row (the version timed on the H200 at 11f3e60, ``data/h200/radix_dev.csv``).
     ``split``: ``False`` (default) one program per row; ``None``/``True`` split each row over
     :func:`split_programs` programs (two launches: :func:`_radix_hist_kernel`, :func:`_radix_split_kernel`;
-    one program per row where that gives 1); an int forces that many programs (tests).  Unmeasured.
+    one program per row where that gives 1); an int forces that many programs (tests).
+    ``parallel=True`` (v3.3, experimental, not yet timed on a GPU): every digit pass split over the row's
+    programs (:func:`_radix_par_kernel`, five launches, no atomics; ``split`` then picks P as above, ``False``
+    meaning by the SM count too); ``compact`` is ignored.
 
     Returns int32 ``[rows, k]``: the selected columns in column order, ``-1`` tail; every slot
     written; columns at or past a row's length are never loaded.
@@ -390,11 +578,11 @@ def topk_select_radix(scores, k, lengths=None, row_repeat=1, out=None, *, tile=N
         res = out if out is not None else torch.empty((rows, k), dtype=torch.int32, device=scores.device)
         return res.fill_(-1)
     return _launch(scores, lengths, None, out, rows, n, n, k, row_repeat, 0 if lengths is None else 1, 1,
-                   tile, num_warps, compact, split)
+                   tile, num_warps, compact, split, parallel)
 
 
 def select_candidate_blocks_radix(logits, row_ends, topk_blocks, row_starts=None, block_size=8, row_repeat=1,
-                                  out=None, *, tile=None, num_warps=None, compact=True, split=False):
+                                  out=None, *, tile=None, num_warps=None, compact=True, split=False, parallel=False):
     """Candidate blocks through the radix arm: bounded Triton block scores, then the radix select over
     each row's live block extent (the unfused composition of :mod:`dsa_lab.select_triton`)."""
     from .scores_triton import block_scores_triton
@@ -407,4 +595,4 @@ def select_candidate_blocks_radix(logits, row_ends, topk_blocks, row_starts=None
         return res.fill_(-1)
     sc = block_scores_triton(logits, row_ends, row_starts, bs, row_repeat, fill_dead=False)  # read < extent only
     return _launch(sc, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat, 2, bs,
-                   tile, num_warps, compact, split)
+                   tile, num_warps, compact, split, parallel)

@@ -540,7 +540,7 @@ RADIX_MIN_KP: int | None = 1024
 # The radix variant the default dispatch takes: every digit over the row (v3.0).  The compacting (v3.1) and
 # split (v3.2) variants were faster on continuous values at 256K but 1.7-11x slower when values tie or share
 # their top digit (equal / shifted), which a shape-only rule cannot see (tune_dev_A/B.csv).
-RADIX_DEFAULT = {"tile": None, "compact": False, "split": False, "num_warps": None}
+RADIX_DEFAULT = {"tile": None, "compact": False, "split": False, "num_warps": None, "parallel": False}
 
 
 def default_algo(k: int, *, fused: bool = False) -> str:
@@ -554,7 +554,7 @@ def default_algo(k: int, *, fused: bool = False) -> str:
 def plan(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, block_size: int = 1,
          algo: str | None = None, **over) -> dict:
     """Launch configuration: ``algo`` "hier" (v2), "fold" (v1) or "radix" (v3, :mod:`dsa_lab.select_radix_triton`;
-    ``over`` may set its ``tile``, ``compact``, ``split``, ``num_warps``); None = :func:`default_algo`."""
+    ``over`` may set its ``tile``, ``compact``, ``split``, ``num_warps``, ``parallel``); None = :func:`default_algo`."""
     algo = algo or default_algo(k, fused=fused)
     if algo == "hier":
         return plan_hier(rows, n, k, facts, fused=fused, block_size=block_size, **over)
@@ -563,9 +563,9 @@ def plan(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, block_s
     if algo == "radix":
         if fused:
             raise ValueError("algo 'radix' has no fused path: select candidate blocks with fused=False")
-        bad = set(over) - {"tile", "compact", "split", "num_warps"}
+        bad = set(over) - set(RADIX_DEFAULT)
         if bad:
-            raise ValueError(f"radix config takes tile, compact, split, num_warps; got {sorted(bad)}")
+            raise ValueError(f"radix config takes tile, compact, split, num_warps, parallel; got {sorted(bad)}")
         return {"algo": "radix", **RADIX_DEFAULT, **over}
     raise ValueError(f"algo must be 'hier', 'fold' or 'radix', got {algo!r}")
 
@@ -582,7 +582,7 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
         from . import select_radix_triton as radix
 
         return radix._launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, bs, cfg["tile"],
-                             cfg["num_warps"], cfg["compact"], cfg["split"])
+                             cfg["num_warps"], cfg["compact"], cfg["split"], cfg["parallel"])
     dummy = out
     lens = len_t if len_t is not None else dummy
     starts = start_t if start_t is not None else dummy

@@ -10,6 +10,8 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
   with num_warps 2 / 4 / 8, hier with a 2048-key direct top-k (16K only), split and compact radix.
 * ``D`` k = 64 select: hier num_warps 4 / 8 / 16 (direct path at 4K, the chain beyond); k = 2048 default dispatch.
 * ``E`` k = 64 full stage: fused (num_warps 4 / 8) against the unfused composition at 4K-256K, 1-640 rows.
+* ``F`` the v3.3 parallel radix (every digit pass split over programs, five launches) against v3.0 and hier,
+  k = 2048 / 512 / 64 at 16K-256K, 1-640 rows, plus equal / shifted values at 256K.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -91,6 +93,16 @@ def points(section):
         for ctx in (4096, 16384, 65536, 262144):
             for conc, nn in ((1, 1), (32, 1), (32, 5), (128, 5)):
                 pts.append(("full", ctx, conc, nn, 64, "normal", fvar))
+    elif section == "F":  # v3.3 parallel radix (every digit pass split over programs) against v3.0 and hier
+        var = {"hier": {"algo": "hier"}, "r30": radix(2048, False), "r33": {**radix(None, True, None), "parallel": True}}
+        for k in (2048, 512, 64):
+            for ctx in (16384, 65536, 262144):
+                for conc, nn in ((1, 1), (32, 1), (32, 5), (128, 5)):
+                    pts.append(("select", ctx, conc, nn, k, "normal", var))
+        for k in (2048, 64):
+            for dist in ("equal", "shifted"):
+                for conc, nn in ((1, 1), (128, 5)):
+                    pts.append(("select", 262144, conc, nn, k, dist, var))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts

@@ -23,3 +23,19 @@ def test_matrix_gpu_size_both_arms(case, fresh_seed):
     for r in verify.run_case(case.sized("gpu"), ("triton", "torch"), seed=fresh_seed, device="cuda"):
         assert not r["error"], r["error"]
         assert r["bad_rows"] == 0, f"[{r['arm']}] seed {fresh_seed}: {r['first_mismatch']}"
+
+
+FUSED_CASES = [c for c in MATRIX if verify.arm_serves("triton_fused", c)]
+
+
+def test_fused_arm_serves_the_candidate_block_cases_it_can():
+    assert FUSED_CASES and all(c.op == "blocks" for c in FUSED_CASES)
+    assert not any(verify.arm_serves(a, c) for a in ("triton_unfused", "triton_fused") for c in MATRIX if c.op != "blocks")
+    assert all(not verify.arm_serves("triton_fused", c) for c in MATRIX if c.op == "blocks" and (c.k > 256 or c.block_size > 8))
+
+
+@pytest.mark.parametrize("case", FUSED_CASES, ids=[c.name for c in FUSED_CASES])
+def test_matrix_fused_arm(case, fresh_seed, device):
+    (r,) = verify.run_case(case.sized("cpu"), ("triton_fused",), seed=fresh_seed, device=device)
+    assert not r["error"], r["error"]
+    assert r["bad_rows"] == 0, f"seed {fresh_seed}: {r['first_mismatch']}"

@@ -74,8 +74,9 @@ def test_candidate_blocks_property(width, bs, k, rr, seed, cfg, fused, with_star
     assert_same_sets(out, ref, f"w={width} bs={bs} k={k} rr={rr} seed={seed} cfg={cfg} fused={fused} starts={starts}")
 
 
-RADIX_VARIANTS = [  # (compact, split, tile): every radix kernel and both split paths
+RADIX_VARIANTS = [  # (compact, split, tile): every radix kernel and both split paths; "parallel": v3.3
     (False, False, 64), (True, False, 32), (True, 3, 32), (True, 2, 64), (True, True, 32),
+    ("parallel", 1, 32), ("parallel", 4, 32),
 ]
 
 
@@ -91,5 +92,8 @@ def test_radix_select_property(case, variant):
     x = _values(mode, rows, n, seed)
     L = torch.tensor(lengths, dtype=torch.int64)
     out = poisoned(rows, k, "cpu")
-    topk_select_radix(x, k, L, rr, out, tile=tile, compact=compact, split=split)
+    if compact == "parallel":
+        topk_select_radix(x, k, L, rr, out, tile=tile, parallel=True, split=split)
+    else:
+        topk_select_radix(x, k, L, rr, out, tile=tile, compact=compact, split=split)
     assert_same_sets(out, topk_select_reference(x, k, L, rr), f"case={case} variant={variant}")

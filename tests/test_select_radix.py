@@ -32,6 +32,14 @@ CASES = [
 ]
 
 
+def _variant(v, gpu=False):
+    """Keyword arguments of a radix variant: compact True / False (one program per row), or "parallel"
+    (v3.3: every digit pass over several programs; 3 forced on the CPU, the SM-count plan on a GPU)."""
+    if v == "parallel":
+        return {"parallel": True, "split": None if gpu else 3}
+    return {"compact": v}
+
+
 def _lengths(kind, groups, n, gen):
     if kind == "full":
         return None
@@ -42,7 +50,7 @@ def _lengths(kind, groups, n, gen):
     return lens.to(torch.int32)
 
 
-@pytest.mark.parametrize("compact", [True, False], ids=["compact", "full-passes"])
+@pytest.mark.parametrize("compact", [True, False, "parallel"], ids=["compact", "full-passes", "parallel"])
 @pytest.mark.parametrize("rows,n,k,dist,lk", CASES, ids=[f"{c[3]}-{c[0]}x{c[1]}-k{c[2]}-{c[4]}" for c in CASES])
 def test_radix_matches_reference(rows, n, k, dist, lk, compact, fresh_seed):
     gen = torch.Generator().manual_seed(fresh_seed)
@@ -52,11 +60,14 @@ def test_radix_matches_reference(rows, n, k, dist, lk, compact, fresh_seed):
         tail = torch.arange(n)[None, :] >= lens[:, None]
         x = torch.where(tail, torch.full_like(x, NAN), x)
     out = poisoned(rows, k, "cpu")
-    topk_select_radix(x, k, lens, 1, out, compact=compact)
+    if compact == "parallel":  # v3.3: every digit pass over 3 programs of 256-column tiles
+        topk_select_radix(x, k, lens, 1, out, parallel=True, split=3, tile=256)
+    else:
+        topk_select_radix(x, k, lens, 1, out, compact=compact)
     assert_same_sets(out, topk_select_reference(x, k, lens, 1), f"seed={fresh_seed}")
 
 
-@pytest.mark.parametrize("compact", [True, False], ids=["compact", "full-passes"])
+@pytest.mark.parametrize("compact", [True, False, "parallel"], ids=["compact", "full-passes", "parallel"])
 @pytest.mark.parametrize("tile", [256, 1024])
 def test_radix_tiles_and_row_repeat(tile, compact, fresh_seed):
     """Rows longer than a tile (the histogram and the column-order carry cross tiles), row_repeat 3."""
@@ -64,11 +75,11 @@ def test_radix_tiles_and_row_repeat(tile, compact, fresh_seed):
     x = fill("few_values", 6, 1900, gen=gen)
     lens = torch.tensor([1900, 777], dtype=torch.int32)
     out = poisoned(6, 300, "cpu")
-    topk_select_radix(x, 300, lens, 3, out, tile=tile, compact=compact)
+    topk_select_radix(x, 300, lens, 3, out, tile=tile, **_variant(compact))
     assert_same_sets(out, topk_select_reference(x, 300, lens, 3), f"seed={fresh_seed}")
 
 
-@pytest.mark.parametrize("compact", [True, False], ids=["compact", "full-passes"])
+@pytest.mark.parametrize("compact", [True, False, "parallel"], ids=["compact", "full-passes", "parallel"])
 def test_radix_candidate_blocks(compact, fresh_seed):
     """The candidate-block composition (bounded scores → radix over the live block extent), with
     starts, ends past the width and row_repeat, equals the reference pipeline."""
@@ -77,22 +88,23 @@ def test_radix_candidate_blocks(compact, fresh_seed):
     ends = torch.tensor([3000, 4100], dtype=torch.int32)
     starts = torch.tensor([10, 600], dtype=torch.int32)
     for k in (64, 300):
-        got = select_candidate_blocks_radix(lg, ends, k, starts, 8, 2, poisoned(4, k, "cpu"), compact=compact)
+        got = select_candidate_blocks_radix(lg, ends, k, starts, 8, 2, poisoned(4, k, "cpu"), tile=128,
+                                            **_variant(compact))
         ref = dsa_lab.select_candidate_blocks(lg, ends, k, row_starts=starts, block_size=8, row_repeat=2,
                                               impl="reference")
         assert_same_sets(got, ref, f"k={k} seed={fresh_seed}")
 
 
-@pytest.mark.parametrize("compact", [True, False], ids=["compact", "full-passes"])
+@pytest.mark.parametrize("compact", [True, False, "parallel"], ids=["compact", "full-passes", "parallel"])
 def test_radix_ties_take_the_smaller_columns(compact):
     """Worked example: 10 equal scores, k = 4 → columns 1-3 and the NaN at 7 (NaN ranks first; the
     ties go through all four digits, then column order; the -inf column 0 is never taken)."""
     x = torch.full((1, 10), 2.5)
     x[0, 7] = NAN
     x[0, 0] = -INF
-    got = topk_select_radix(x, 4, compact=compact)
+    got = topk_select_radix(x, 4, **_variant(compact))
     assert sorted(got[0].tolist()) == [1, 2, 3, 7]
-    got = topk_select_radix(torch.full((1, 3), -INF), 4, compact=compact)
+    got = topk_select_radix(torch.full((1, 3), -INF), 4, **_variant(compact))
     assert got[0].tolist() == [-1, -1, -1, -1]
 
 
@@ -104,9 +116,9 @@ def test_gpu_radix_large(rows, n, live, k, fresh_seed):
     for dist in ("normal", "equal", "nan1pct", "few_values"):
         x = fill(dist, rows, n, gen=gen)
         lens = torch.randint(1, live + 1, (rows,), device="cuda", generator=gen).to(torch.int32)
-        for compact in (True, False):
+        for compact in (True, False, "parallel"):
             out = poisoned(rows, k, "cuda")
-            topk_select_radix(x, k, lens, 1, out, compact=compact)
+            topk_select_radix(x, k, lens, 1, out, **_variant(compact, gpu=True))
             assert_same_sets(out, topk_select_reference(x, k, lens, 1), f"{dist} compact={compact} seed={fresh_seed}")
 
 
@@ -126,6 +138,9 @@ def test_radix_split_rows(P, dist, k, fresh_seed):
         out = poisoned(4, k, "cpu")
         topk_select_radix(x, k, lens, 1, out, tile=256, split=P)
         assert_same_sets(out, topk_select_reference(x, k, lens, 1), f"P={P} rep={rep} seed={fresh_seed}")
+        out = poisoned(4, k, "cpu")  # v3.3 (parallel) on the same rows and programs
+        topk_select_radix(x, k, lens, 1, out, tile=256, split=P, parallel=True)
+        assert_same_sets(out, topk_select_reference(x, k, lens, 1), f"parallel P={P} rep={rep} seed={fresh_seed}")
 
 
 def test_radix_split_plan_and_blocks(fresh_seed):
@@ -163,17 +178,21 @@ def test_radix_through_the_triton_arm(monkeypatch, fresh_seed):
     out = select_triton.topk_select_triton(x, 600, lens, 1, poisoned(3, 600, "cpu"), config={"algo": "radix", "tile": 256})
     assert_same_sets(out, topk_select_reference(x, 600, lens, 1), f"seed={fresh_seed}")
     assert calls == [600]
+    out = select_triton.topk_select_triton(x, 600, lens, 1, poisoned(3, 600, "cpu"),
+                                           config={"algo": "radix", "parallel": True, "split": 2, "tile": 128})
+    assert_same_sets(out, topk_select_reference(x, 600, lens, 1), f"parallel seed={fresh_seed}")
+    assert calls == [600, 600]
     monkeypatch.setattr(select_triton, "RADIX_MIN_KP", 1024)
     assert select_triton.default_algo(512) == "hier" and select_triton.default_algo(513) == "radix"  # KP 1024
     assert select_triton.default_algo(2048, fused=True) == "hier"
     got = dsa_lab.topk_select(x, 1100, lengths=lens, impl="triton")
     assert_same_sets(got, topk_select_reference(x, 1100, lens, 1), f"seed={fresh_seed}")
-    assert calls == [600, 1100]
+    assert calls == [600, 600, 1100]
     lg = torch.randn(2, 20000, generator=gen)
     ends = torch.tensor([20000, 9000], dtype=torch.int32)
     got = dsa_lab.select_candidate_blocks(lg, ends, 1500, block_size=8, impl="triton")
     assert_same_sets(got, dsa_lab.select_candidate_blocks(lg, ends, 1500, block_size=8, impl="reference"), "blocks")
-    assert calls == [600, 1100, 1500]
+    assert calls == [600, 600, 1100, 1500]
     with pytest.raises(ValueError, match="no fused path"):
         select_triton.plan(1, 100, 64, {"sm_count": 132}, fused=True, algo="radix")
     with pytest.raises(ValueError, match="no fused path"):  # an explicit fused=True is not silently dropped

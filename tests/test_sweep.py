@@ -183,3 +183,19 @@ def test_gpu_plan_shape(monkeypatch):
     assert 0 < len(quick) <= 40
     step = sweep.build_plan(p.parse_args(["--suite", "step"]))
     assert len(step) == 4 * 3 * 4 and {x.context for x in step} == {4096, 16384, 65536, 131072}
+
+
+def test_full_stage_arms_fused_only_where_it_serves(tmp_path):
+    """The full stage times triton (the default dispatch) and triton_fused; the fused arm is left out where the
+    fused kernel does not serve the shape (k > 256 at block_size 8), instead of being recorded as an error."""
+    import argparse
+
+    p = argparse.ArgumentParser()
+    sweep.add_arguments(p)
+    args = p.parse_args(["--out", str(tmp_path)] + SEED)
+    args._dirty = False
+    sw = sweep.Sweep(args, {}, tmp_path, None)
+    assert sweep.arms_for("full") == ["torch", "torch_live", "triton", "triton_fused"]
+    small = sw.pending_arms(sweep.Point("full", "full", 512, 1, 1, 64, "normal"))
+    big = sw.pending_arms(sweep.Point("full", "full", 512, 1, 1, 2048, "normal"))
+    assert "triton_fused" in small and "triton_fused" not in big and "triton" in big
