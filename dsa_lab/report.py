@@ -393,7 +393,7 @@ def step_section(rows, meta, path, itl_ms: float, layers: int, h: str) -> str:
         body.append(line)
     itl_us = itl_ms * 1e3
     share_hdr = ["context", "conc", "next_n", "indexer step µs (ours)", f"share of {itl_ms:g} ms ITL × {layers} layer(s)",
-                 "logits share", "selection share (fused ids + flags)", "upstream step µs", "upstream share"]
+                 "logits share", "selection share (candidates: ids + flags)", "upstream step µs", "upstream share"]
     share = []
     for c, b, n in shapes:
         ours = idx.get(("triton", "step", c, b, n))
@@ -408,7 +408,8 @@ def step_section(rows, meta, path, itl_ms: float, layers: int, h: str) -> str:
                       pct(up and up["median_us"])])
     text = [f"{h} Decode indexer step breakdown (issue 5)\n", provenance(meta, rows, path),
             "Per-stage CUDA-graph medians of this package's path (`triton` arm: producer → bounded sanitize → "
-            "bounded scores → select → flags; `candidates` = the fused logits → ids → flags path; `step` = the whole "
+            "bounded scores → select → flags; `candidates` = `select_candidate_blocks(impl=\"triton\")` + flags, the "
+            "logits → ids → flags path as the package dispatches it; `step` = the whole "
             "chain in one graph) and of the upstream composition around the same producer (`torch` arm: full-width "
             "sanitize, padded scores, torch.topk, store, flags).\n",
             table(hdr, body),
