@@ -115,7 +115,8 @@ if tuneA[0]:
 # The recorded sweep at that commit meets the k = 2048 median target (README "Results") but not everywhere: at 256K
 # one program per row still streams 32768 keys about six times and stays slower than torch (the `r30` and `torch`
 # columns above; torch splits a row over many blocks). Every digit pass split over programs — one launch per
-# digit, each program summing the per-program histograms — is the next step (`notes/select_kernel.md`).
+# digit, each program summing the per-program histograms — is written (`parallel=True`, v3.3) and checked under
+# the interpreter, but not yet timed on a GPU, so it is not the default (`notes/select_kernel.md`).
 #
 # ## Fused or unfused: measured, not assumed
 #
