@@ -26,6 +26,15 @@ if [ -d .whl ]; then
     && export PYTHONPATH="$PYTHONPATH:/tmp/site"
 fi
 cli() { python3 -m dsa_lab.cli "$@"; }
+# matrix_shards N SECONDS: the named matrix in N background processes (one seed, disjoint cases; each compiles its
+# own kernels), logs in $LOGS; the caller waits, then merges with `python -m dsa_lab.verify merge-matrix`
+matrix_shards() {
+  local n=$1 s=$2 seed=$(( RANDOM * 32768 + RANDOM )) i
+  for i in $(seq 0 $(( n - 1 ))); do
+    timeout "$s" python3 -m dsa_lab.cli verify --scale gpu --seed "$seed" --matrix-shard "$i/$n" \
+      --matrix-name "verify_matrix_shard$i.csv" --record data/h200 --no-progress > "$LOGS/matrix_shard$i.log" 2>&1 &
+  done
+}
 for ph in "$@"; do
   echo "=== phase $ph ($(date -u +%T), $(left) s left)"
   case "$ph" in
@@ -40,11 +49,7 @@ for ph in "$@"; do
           --record data/h200 --fuzz-name "fuzz_shard$i.json" --fuzz-dump data/h200/fuzz_failures \
           --no-progress > "$LOGS/fuzz_shard$i.log" 2>&1 &
       done
-      n=${MATRIX_SHARDS:-3}; mseed=$(( RANDOM * 32768 + RANDOM ))
-      for i in $(seq 0 $(( n - 1 ))); do
-        timeout "$(( box_s + 30 ))" python3 -m dsa_lab.cli verify --scale gpu --seed "$mseed" --matrix-shard "$i/$n" \
-          --matrix-name "verify_matrix_shard$i.csv" --record data/h200 --no-progress > "$LOGS/matrix_shard$i.log" 2>&1 &
-      done
+      matrix_shards "${MATRIX_SHARDS:-3}" "$(( box_s + 30 ))"
       timeout "$box_s" python3 -m pytest -q -m gpu -k "graph or capture" -p no:cacheprovider \
         tests/test_select_triton.py tests/test_producer.py > "$LOGS/graph_tests.log" 2>&1 &
       python3 -m dsa_lab.proofs --out data/h200/key_order_exhaustive.json
@@ -56,11 +61,8 @@ for ph in "$@"; do
     proofs) python3 -m dsa_lab.proofs --out data/h200/key_order_exhaustive.json ;;
     matrix)
       # MATRIX_SHARDS processes (same seed, disjoint cases) so that kernels compile in parallel; merged after
-      n=${MATRIX_SHARDS:-4}; seed=$(( RANDOM * 32768 + RANDOM )); box_s=$(box "${RESERVE_MATRIX_S:-60}")
-      for i in $(seq 0 $(( n - 1 ))); do
-        timeout "$box_s" python3 -m dsa_lab.cli verify --scale gpu --seed "$seed" --matrix-shard "$i/$n" \
-          --matrix-name "verify_matrix_shard$i.csv" --record data/h200 --no-progress > "$LOGS/matrix_shard$i.log" 2>&1 &
-      done
+      box_s=$(box "${RESERVE_MATRIX_S:-60}")
+      matrix_shards "${MATRIX_SHARDS:-4}" "$box_s"
       timeout "$box_s" python3 -m pytest -q -m gpu -k "graph or capture" -p no:cacheprovider \
         tests/test_select_triton.py tests/test_producer.py > "$LOGS/graph_tests.log" 2>&1 &
       wait

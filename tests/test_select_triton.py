@@ -222,43 +222,43 @@ def test_candidate_blocks_garbage_past_end_ignored():
 
 # ---------------------------------------------------------------- GPU lane
 
+def _capture_replay(call, bounds, cases, ref, out):
+    """Capture ``call()`` in a CUDA graph, then for each entry of ``cases`` write it into the device tensor
+    ``bounds``, poison ``out``, replay and compare with ``ref()``: the bounds are read on the device only."""
+    call()  # compile, counters
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        call()
+    for vals in cases:
+        bounds.copy_(torch.tensor(vals, dtype=torch.int32))
+        out.fill_(POISON)
+        g.replay()
+        torch.cuda.synchronize()
+        assert_same_sets(out, ref(), f"replay {vals}")
+
+
 @pytest.mark.gpu
 def test_gpu_graph_capture_replay_with_new_lengths():
     rows, n, k = 4, 32768, 64
     x = torch.randn(rows, n, device="cuda")
     lengths = torch.full((rows,), 100, dtype=torch.int32, device="cuda")
     out = torch.empty((rows, k), dtype=torch.int32, device="cuda")
-    dsa_lab.topk_select(x, k, lengths=lengths, impl="triton", out=out)  # compile, counters
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        dsa_lab.topk_select(x, k, lengths=lengths, impl="triton", out=out)
-    for vals in ([100, 5000, 32768, 0], [32768, 1, 64, 20000], [7, 7, 7, 7]):
-        lengths.copy_(torch.tensor(vals, dtype=torch.int32))
-        out.fill_(POISON)
-        g.replay()
-        torch.cuda.synchronize()
-        assert_same_sets(out, topk_select_reference(x, k, lengths, 1), f"replay {vals}")
+    _capture_replay(lambda: dsa_lab.topk_select(x, k, lengths=lengths, impl="triton", out=out), lengths,
+                    ([100, 5000, 32768, 0], [32768, 1, 64, 20000], [7, 7, 7, 7]),
+                    lambda: topk_select_reference(x, k, lengths, 1), out)
 
 
 @pytest.mark.gpu
-def test_gpu_fused_graph_capture_replay_with_new_ends():
+@pytest.mark.parametrize("impl", ["triton", "triton_fused"])  # the default (unfused) dispatch and the fused kernel
+def test_gpu_candidate_blocks_graph_capture_replay_with_new_ends(impl):
     rows, width, k = 8, 262144, 64
     x = torch.randn(rows, width, device="cuda")
     ends = torch.full((rows,), 4096, dtype=torch.int32, device="cuda")
     out = torch.empty((rows, k), dtype=torch.int32, device="cuda")
-    dsa_lab.select_candidate_blocks(x, ends, k, impl="triton", out=out)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        dsa_lab.select_candidate_blocks(x, ends, k, impl="triton", out=out)
-    for vals in ([4096] * 8, [262144, 1, 0, 65536, 16384, 300000, 9, 100000]):
-        ends.copy_(torch.tensor(vals, dtype=torch.int32))
-        out.fill_(POISON)
-        g.replay()
-        torch.cuda.synchronize()
-        ref = topk_select_reference(block_scores_torch(x, ends, None, 8, 1), k)
-        assert_same_sets(out, ref, f"replay {vals}")
+    _capture_replay(lambda: dsa_lab.select_candidate_blocks(x, ends, k, impl=impl, out=out), ends,
+                    ([4096] * 8, [262144, 1, 0, 65536, 16384, 300000, 9, 100000]),
+                    lambda: topk_select_reference(block_scores_torch(x, ends, None, 8, 1), k), out)
 
 
 @pytest.mark.gpu
