@@ -270,6 +270,12 @@ def load_rows(csv_path) -> list[dict]:
     return rows
 
 
+def meta_path(csv_path) -> str:
+    """The metadata file beside a record: ``x.csv`` → ``x.meta.json`` (any other name: + ``.meta.json``)."""
+    p = str(csv_path)
+    return (p[: -len(".csv")] if p.endswith(".csv") else p) + ".meta.json"
+
+
 def save_meta(path, meta: dict) -> None:
     """Write ``meta`` as indented JSON, atomically (temp file + rename)."""
     p = Path(path)

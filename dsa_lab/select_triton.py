@@ -484,6 +484,12 @@ def plan_fold(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     return dict(algo="fold", P=P, PP=PP, KP=KP, TILE=TILE, M=M, CAP=CAP, G=G, num_warps=nw)
 
 
+def _group(KP: int) -> int:
+    """Default level-1 (and super) group size of the hier kernel for ``KP = next_pow2(k)``: 8 for k <= 64
+    (the three bitonic stages then see 512 keys each), 4 for k <= 128, else 2."""
+    return 8 if KP <= 64 else (4 if KP <= 128 else 2)
+
+
 def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, block_size: int = 1,
               programs: int | None = None, direct: int | None = None, group: int | None = None,
               num_warps: int | None = None) -> dict:
@@ -497,7 +503,7 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     KP = max(2, _np2(k))
     bsp = _np2(block_size) if fused else 1
     if group is None:
-        group = 8 if KP <= 64 else (4 if KP <= 128 else 2)
+        group = _group(KP)
     G1 = G2 = max(1, _np2(group))
     if G1 * G2 < 2:
         G2 = 2
@@ -649,8 +655,7 @@ def fusable(topk_blocks: int, block_size: int) -> bool:
     4096 (k <= 256 at block_size 8).  Larger (k = 2048, or block_size 64) compiled and ran far too slowly
     on the H200 (``notes/select_kernel.md``, v1)."""
     KP = max(2, _np2(topk_blocks))
-    G1 = 8 if KP <= 64 else (4 if KP <= 128 else 2)
-    return KP * G1 * _np2(block_size) <= 4096
+    return KP * _group(KP) * _np2(block_size) <= 4096
 
 
 def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=None, block_size=8,

@@ -382,7 +382,7 @@ def _record(folder: str, results, fz, *, seed: int, scale: str, fuzz_name: str =
         w.writeheader()
         for r in results:
             w.writerow({c: r[c] for c in cols})
-    data.save_meta(path[: -len(".csv")] + ".meta.json" if path.endswith(".csv") else path + ".meta.json", meta)
+    data.save_meta(data.meta_path(path), meta)
 
 
 def merge_matrix_records(paths, out_path) -> int:
@@ -396,7 +396,7 @@ def merge_matrix_records(paths, out_path) -> int:
     for p in paths:
         with open(p, newline="") as f:
             rows += list(csv.DictReader(f))
-        m = data.load_meta(p[: -len(".csv")] + ".meta.json")
+        m = data.load_meta(data.meta_path(p))
         meta = meta or m
         cmds.append(m.get("command", ""))
     order = {c.name: i for i, c in enumerate(MATRIX)}
@@ -405,7 +405,7 @@ def merge_matrix_records(paths, out_path) -> int:
         w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["case"])
         w.writeheader()
         w.writerows(rows)
-    data.save_meta(out_path[: -len(".csv")] + ".meta.json", {**(meta or {}), "shard_commands": cmds})
+    data.save_meta(data.meta_path(out_path), {**(meta or {}), "shard_commands": cmds})
     return len(rows)
 
 

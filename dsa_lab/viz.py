@@ -253,18 +253,28 @@ def _summarize_fuzz(rec: dict, rel: str, path) -> str:
     return "\n".join(lines)
 
 
+def _by_point(rows: list[dict], **want) -> list[tuple[tuple, dict]]:
+    """Dev-run rows (one per arm and point) grouped per point ``(k, dist, context, rows)``: ``{arm: median_us}``
+    plus ``"_checks"`` (the non-empty ``check`` values), filtered by ``want`` (field = value, None = any) and
+    sorted by k (large first), normal before the other distributions, context, rows."""
+    pts: dict = {}
+    for r in rows:
+        if any(v is not None and r.get(f) != v for f, v in want.items()):
+            continue
+        key = (int(r["k"]), str(r["dist"]), int(r["context"]), int(r["rows"]))
+        d = pts.setdefault(key, {"_checks": []})
+        d[str(r["arm"])] = float(r["median_us"])
+        if r.get("check") not in (None, ""):
+            d["_checks"].append(str(r["check"]))
+    return sorted(pts.items(), key=lambda t: (-t[0][0], t[0][1] != "normal", t[0][1], t[0][2], t[0][3]))
+
+
 def radix_dev_rows(rows: list[dict]) -> list[dict]:
     """Rows of ``data/<gpu>/radix_dev.csv`` (``scripts/gpu_radix_dev.py``) as one table row per point:
     torch, the default kernel, the best radix variant, and the two ratios; sorted by k (large first),
     distribution, context, rows."""
-    pts: dict = {}
-    for r in rows:
-        key = (int(r["k"]), str(r["dist"]), int(r["context"]), int(r["rows"]))
-        pts.setdefault(key, {})[str(r["arm"])] = float(r["median_us"])
-        if str(r["arm"]).startswith("radix") and r.get("check"):
-            pts[key]["_check"] = str(r["check"])
     out = []
-    for (k, dist, ctx, nrows), d in sorted(pts.items(), key=lambda t: (-t[0][0], t[0][1] != "normal", t[0][1], t[0][2], t[0][3])):
+    for (k, dist, ctx, nrows), d in _by_point(rows):
         radix = [v for a, v in d.items() if a.startswith("radix")]
         if not radix or "torch" not in d or "triton" not in d:
             continue
@@ -272,7 +282,7 @@ def radix_dev_rows(rows: list[dict]) -> list[dict]:
         out.append({"k": k, "dist": dist, "context": ctx, "rows": nrows, "torch_us": f"{d['torch']:.1f}",
                     "hier_us": f"{d['triton']:.1f}", "radix_us": f"{best:.1f}",
                     "radix_vs_hier": f"{d['triton'] / best:.2f}x", "radix_vs_torch": f"{d['torch'] / best:.2f}x",
-                    "check": d.get("_check", "")})
+                    "check": d["_checks"][-1] if d["_checks"] else ""})
     return out
 
 
@@ -281,26 +291,15 @@ def variant_rows(rows: list[dict], arms, *, k=None, dist=None, stage=None) -> li
     ``data/<gpu>/tune_dev/tune_dev_<section>.csv``) as one table row per point: the median µs of each of
     ``arms`` (``—`` where not timed, e.g. a variant whose check failed), the fastest of them, and whether every
     timed variant passed its check; filtered by ``k`` / ``dist`` / ``stage``, sorted by k, dist, context, rows."""
-    pts: dict = {}
-    for r in rows:
-        if (k is not None and int(r["k"]) != k) or (dist is not None and r["dist"] != dist) or \
-                (stage is not None and r.get("stage") != stage):
-            continue
-        key = (int(r["k"]), str(r["dist"]), int(r["context"]), int(r["rows"]))
-        d = pts.setdefault(key, {"_checks": []})
-        d[str(r["arm"])] = float(r["median_us"])
-        if r.get("check") not in (None, ""):
-            d["_checks"].append(str(r["check"]))
     out = []
-    for (kk, dd, ctx, nrows), d in sorted(pts.items(), key=lambda t: (-t[0][0], t[0][1] != "normal", t[0][1],
-                                                                       t[0][2], t[0][3])):
+    for (kk, dd, ctx, nrows), d in _by_point(rows, k=k, dist=dist, stage=stage):
         row = {"k": kk, "dist": dd, "context": ctx, "rows": nrows}
         timed = {a: d[a] for a in arms if a in d}
         for a in arms:
             row[a] = f"{d[a]:.1f}" if a in d else "—"
         row["fastest"] = min(timed, key=timed.get) if timed else "—"
-        row["checks"] = "ok" if d["_checks"] and all(c == "ok" for c in d["_checks"]) else ("—" if not d["_checks"]
-                                                                                          else "FAILED")
+        checks = d["_checks"]
+        row["checks"] = "—" if not checks else ("ok" if all(c == "ok" for c in checks) else "FAILED")
         out.append(row)
     return out
 

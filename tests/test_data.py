@@ -101,3 +101,8 @@ def test_meta_roundtrip_and_metadata_fields(tmp_path):
     assert data.load_meta(p) == json.loads(dumped)
     assert data.load_meta(tmp_path / "none.json") == {}
     assert not [f for f in os.listdir(tmp_path) if ".tmp" in f]
+
+
+def test_meta_path_beside_the_record():
+    assert data.meta_path("a/b/verify_matrix.csv") == "a/b/verify_matrix.meta.json"
+    assert data.meta_path("a/fuzz") == "a/fuzz.meta.json"
