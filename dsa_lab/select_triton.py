@@ -140,6 +140,80 @@ def _write_out(out_ptr, row, top, k, KP: tl.constexpr):
     tl.store(out_ptr + row.to(tl.int64) * k + j, ids, mask=j < k)
 
 
+@triton.jit
+def _pick32(hist, rem, bins):
+    """(digit b, its count, candidates still needed inside b's bin) of a 256-bin digit histogram (int32):
+    b is the bin where the count from the top bin down reaches ``rem``."""
+    above = tl.sum(hist) - tl.cumsum(hist, 0)  # candidates in the bins above each bin
+    hit = (above < rem) & (above + hist >= rem)
+    b = tl.max(tl.where(hit, bins, -1))
+    hb = tl.sum(tl.where(bins == b, hist, 0))
+    return b, hb, rem - tl.sum(tl.where(bins == b, above, 0))
+
+
+@triton.jit
+def _reg_select(h, cand, k):
+    """The top-``k`` candidates of a 1-D register tile, by radix select (no sort): returns (mask, count).
+
+    ``h`` is the signed ordered high word (int32, :func:`tl_ordered_hi`); ties go to the earlier position, so
+    callers keep tiles in column order and this is exactly the contract's ranking.  Digits of 8 bits from the
+    top; the first digit of the signed word is ``(h >> 24) + 128``, later digits ``(h >> s) & 255``, and a
+    prefix is the arithmetic ``h >> s``, so every comparison stays in int32.  Stops as soon as the threshold
+    digit's whole bin is needed (typically after 2 of the 4 digits on continuous values); a prefix sum
+    over the tile breaks ties only when the last bin is split.  Cost: one 256-bin ``tl.histogram`` of the
+    tile per digit, no data movement."""
+    bins = tl.arange(0, 256)
+    ncand = tl.sum(cand.to(tl.int32))
+    done = ncand <= k
+    pre = tl.zeros([], tl.int32)
+    rem = tl.zeros([], tl.int32) + k
+    prefix = tl.zeros([], tl.int32)
+    shift = tl.zeros([], tl.int32)
+    need = tl.zeros([], tl.int32)
+    for d in tl.static_range(4):
+        if not done:
+            sh: tl.constexpr = 24 - 8 * d
+            if d == 0:
+                m = cand
+                dig = (h >> 24) + 128
+            else:
+                m = cand & ((h >> (sh + 8)) == pre)
+                dig = (h >> sh) & 255
+            hist = tl.histogram(dig, 256, mask=m)
+            b, hb, rem = _pick32(hist, rem, bins)
+            if d == 0:
+                pre = b - 128
+            else:
+                pre = pre * 256 + b
+            fin = rem == hb  # the whole bin is needed: everything at or above the prefix
+            if d == 3:
+                fin = fin | True  # all 32 bits fixed: the ties break by position
+            if fin:
+                prefix = pre
+                shift = shift * 0 + sh
+                need = rem
+                done = done | fin
+    v = h >> shift
+    above = cand & (v > prefix)
+    eq = cand & (v == prefix)
+    sel = above | eq
+    if need < tl.sum(eq.to(tl.int32)):  # the threshold bin is split: the first `need` of it by position
+        sel = above | (eq & (tl.cumsum(eq.to(tl.int32), 0) <= need))
+    sel = tl.where(ncand <= k, cand, sel)
+    return sel, tl.minimum(ncand, k)
+
+
+@triton.jit
+def _reg_write_out(out_ptr, row, cols, sel, cnt, k, KP: tl.constexpr):
+    """Compact the selected ``cols`` (a 1-D tile, mask ``sel``, ``cnt`` of them) into slots ``[0, cnt)`` of
+    the row's output (order free, DESIGN §2); slots ``[cnt, k)`` get -1."""
+    base = row.to(tl.int64) * k
+    pos = tl.cumsum(sel.to(tl.int32), 0) - 1
+    tl.store(out_ptr + base + pos, cols.to(tl.int32), mask=sel & (pos < k))
+    j = tl.arange(0, KP)
+    tl.store(out_ptr + base + j, tl.full([KP], -1, tl.int32), mask=(j >= cnt) & (j < k))
+
+
 # shape ints are not specialised (divisibility/==1 hints buy nothing here and would compile one
 # variant per k, width and split of a sweep or fuzz)
 @triton.jit(do_not_specialize=["n", "width", "k"])
@@ -282,8 +356,13 @@ def _best_per_row(sc, cols, valid):
 def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, row, L, nsg, start, end, width, k,
                  WROW: tl.constexpr, NSG: tl.constexpr, KP: tl.constexpr, G1: tl.constexpr, G2: tl.constexpr,
                  SB: tl.constexpr, KC: tl.constexpr,
-                 FUSED: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr):
-    """Stages B-D for one row whose super-group maxima are in the workspace."""
+                 FUSED: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, RSEL: tl.constexpr):
+    """Stages B-D for one row whose super-group maxima are in the workspace.
+
+    ``RSEL``: every top-k is the register radix select (:func:`_reg_select`) instead of ``tl.topk``; the
+    chosen groups are compacted in column order through the row's workspace (B: super group ids at
+    ``ids``, C: level-1 group ids at ``l1``), so every tile stays in column order and ties break by
+    position exactly as the contract's ranking does."""
     S: tl.constexpr = G1 * G2
     wbase = row.to(tl.int64) * WROW
     ids_base = wbase + NSG
@@ -291,7 +370,25 @@ def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, row, L, nsg, start, end, wid
     l1all_base = l1_base + KP * G2  # fused: every level-1 group's best key, written by stage A
     # B: top-KP super groups by their best key
     jk = tl.arange(0, KP)
-    if nsg <= KP:  # short rows: every super group is chosen, no top-k needed (C ignores order)
+    if RSEL:
+        sg = tl.where(jk < nsg, jk, -1).to(tl.int64)  # short rows: every super group, in column order
+        if nsg > KP:
+            if NSG <= SB:  # one register tile: radix select, compacted in column order
+                jb = tl.arange(0, SB)
+                x = tl.load(ws_ptr + wbase + jb, mask=jb < nsg, other=_PAD, cache_modifier=".cg")
+                selb, cntb = _reg_select((x >> 32).to(tl.int32), tl_is_candidate(x), k)
+                tl.store(ws_ptr + ids_base + tl.cumsum(selb.to(tl.int32), 0) - 1, jb, mask=selb)
+                tl.debug_barrier()
+                sg = tl.load(ws_ptr + ids_base + jk, mask=jk < cntb, other=-1, cache_modifier=".cg")
+            else:  # wide rows: the bitonic fold, then back to column order
+                jb = tl.arange(0, SB)
+                x = tl.load(ws_ptr + wbase + jb, mask=jb < nsg, other=_PAD, cache_modifier=".cg")
+                top = _sorted_top(x, KP, SB)
+                for s0 in range(SB, nsg, SB):
+                    x = tl.load(ws_ptr + wbase + s0 + jb, mask=s0 + jb < nsg, other=_PAD, cache_modifier=".cg")
+                    top = _fold(top, _sorted_top(x, KP, SB))
+                sg = tl.sort(tl.where(top != _PAD, tl_key_index(top) // S, -1))
+    elif nsg <= KP:  # short rows: every super group is chosen, no top-k needed (C ignores order)
         top = tl.load(ws_ptr + wbase + jk, mask=jk < nsg, other=_PAD, cache_modifier=".cg")
     else:
         jb = tl.arange(0, SB)
@@ -301,7 +398,8 @@ def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, row, L, nsg, start, end, wid
             for s0 in range(SB, nsg, SB):
                 x = tl.load(ws_ptr + wbase + s0 + jb, mask=s0 + jb < nsg, other=_PAD, cache_modifier=".cg")
                 top = _fold(top, _sorted_top(x, KP, SB))
-    sg = tl.where(top != _PAD, tl_key_index(top) // S, -1)
+    if not RSEL:
+        sg = tl.where(top != _PAD, tl_key_index(top) // S, -1)
     js = tl.arange(0, S)
     # C: level-1 maxima (G1 columns each) inside the chosen super groups
     if FUSED:  # stage A stored every level-1 best key: gather KP*G2 of them, no logits re-read
@@ -328,18 +426,34 @@ def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, row, L, nsg, start, end, wid
             tl.store(ws_ptr + l1_base + c0 * G2 + jl, m1)
         tl.debug_barrier()
         l1 = tl.load(ws_ptr + l1_base + tl.arange(0, KP * G2), cache_modifier=".cg")
-    t1 = tl.topk(l1, KP)
-    g1 = tl.where(t1 != _PAD, tl_key_index(t1) // G1, -1)
-    # D: the chosen level-1 groups' columns
     jg = tl.arange(0, G1)
-    cols = g1[:, None] * G1 + jg[None, :]
-    valid = (g1[:, None] >= 0) & (cols < L)
-    kk = _keys2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
-    if G1 > 1:
-        top = tl.topk(tl.reshape(kk, [KP * G1]), KP)
+    if RSEL:
+        gid = tl.reshape(sg[:, None] * G2 + tl.arange(0, G2)[None, :], [KP * G2])  # level-1 ids, column order
+        sel1, cnt1 = _reg_select((l1 >> 32).to(tl.int32), tl_is_candidate(l1), k)
+        tl.debug_barrier()  # every read of the workspace's l1 slots is done before they are reused
+        tl.store(ws_ptr + l1_base + tl.cumsum(sel1.to(tl.int32), 0) - 1, gid, mask=sel1)
+        tl.debug_barrier()
+        g1 = tl.load(ws_ptr + l1_base + jk, mask=jk < cnt1, other=-1, cache_modifier=".cg")
+        # D: the chosen level-1 groups' columns, in column order
+        cols = g1[:, None] * G1 + jg[None, :]
+        valid = (g1[:, None] >= 0) & (cols < L)
+        sc = _scores2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
+        h = tl.reshape(tl_ordered_hi(sc), [KP * G1])
+        cand = tl.reshape(valid, [KP * G1]) & (h > -0x7F800001)
+        sel, cnt = _reg_select(h, cand, k)
+        _reg_write_out(out_ptr, row, tl.reshape(cols, [KP * G1]), sel, cnt, k, KP)
     else:
-        top = tl.sort(tl.reshape(kk, [KP]), descending=True)
-    _write_out(out_ptr, row, top, k, KP)
+        t1 = tl.topk(l1, KP)
+        g1 = tl.where(t1 != _PAD, tl_key_index(t1) // G1, -1)
+        # D: the chosen level-1 groups' columns
+        cols = g1[:, None] * G1 + jg[None, :]
+        valid = (g1[:, None] >= 0) & (cols < L)
+        kk = _keys2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
+        if G1 > 1:
+            top = tl.topk(tl.reshape(kk, [KP * G1]), KP)
+        else:
+            top = tl.sort(tl.reshape(kk, [KP]), descending=True)
+        _write_out(out_ptr, row, top, k, KP)
 
 
 # shape ints are not specialised (divisibility/==1 hints buy nothing here and would compile one
@@ -352,7 +466,7 @@ def _hier_kernel(
     NSG: tl.constexpr, NT: tl.constexpr, SB: tl.constexpr, KC: tl.constexpr, DT: tl.constexpr,
     MIN_SG: tl.constexpr, WROW: tl.constexpr,
     LEN_MODE: tl.constexpr, HAS_START: tl.constexpr, FUSED: tl.constexpr,
-    BS: tl.constexpr, BSP: tl.constexpr,
+    BS: tl.constexpr, BSP: tl.constexpr, RSEL: tl.constexpr,
 ):
     """Exact top-k by nested group maxima.
 
@@ -376,8 +490,14 @@ def _hier_kernel(
         if p == 0:
             jd = tl.arange(0, DT)
             cols = jd[:, None]
-            kk = _keys2d(src_ptr, row_off, cols, cols < L, start, end, width, FUSED, BS, BSP)
-            _write_out(out_ptr, row, _sorted_top(tl.reshape(kk, [DT]), KP, DT), k, KP)
+            if RSEL:  # register radix select over the row, ids compacted into the output
+                sc = _scores2d(src_ptr, row_off, cols, cols < L, start, end, width, FUSED, BS, BSP)
+                h = tl.reshape(tl_ordered_hi(sc), [DT])
+                sel, cnt = _reg_select(h, (jd < L) & (h > -0x7F800001), k)
+                _reg_write_out(out_ptr, row, jd, sel, cnt, k, KP)
+            else:
+                kk = _keys2d(src_ptr, row_off, cols, cols < L, start, end, width, FUSED, BS, BSP)
+                _write_out(out_ptr, row, _sorted_top(tl.reshape(kk, [DT]), KP, DT), k, KP)
     else:
         nsg = (L + S - 1) // S
         chunk = tl.maximum((nsg + P - 1) // P, MIN_SG)  # split derived on the device from L
@@ -408,17 +528,17 @@ def _hier_kernel(
             tl.debug_barrier()
             if not MULTI:  # one program per row: no counter, no merge (compiled away)
                 _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, row, L, nsg, start, end, width, k,
-                             WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP)
+                             WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL)
             else:
                 if n_act == 1:
                     _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, row, L, nsg, start, end, width, k,
-                                 WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP)
+                                 WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL)
                 else:
                     old = tl.atomic_add(cnt_ptr + row, 1, sem="acq_rel")
                     if old == n_act - 1:
                         tl.debug_barrier()
                         _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, row, L, nsg, start, end, width, k,
-                                     WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP)
+                                     WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL)
                         tl.store(cnt_ptr + row, 0)  # reset for the next call / graph replay
 
 
@@ -490,9 +610,14 @@ def _group(KP: int) -> int:
     return 8 if KP <= 64 else (4 if KP <= 128 else 2)
 
 
+# The hier kernel's top-k stages: False = bitonic ``tl.topk`` (v2), True = register radix select (v2.2,
+# :func:`_reg_select`).
+HIER_RSEL: bool = False
+
+
 def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, block_size: int = 1,
               programs: int | None = None, direct: int | None = None, group: int | None = None,
-              num_warps: int | None = None) -> dict:
+              num_warps: int | None = None, rsel: bool | None = None) -> dict:
     """v2 ("hier") launch configuration, from shapes and device facts only.
 
     G1 = G2 = group size (8 for k <= 64: the three bitonic stages then see 512 keys each);
@@ -534,8 +659,9 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     # num_warps: measured on the H200 at k = 64 (tune_dev_B/C/D.csv): 8 warps beat 4 on the select kernel
     # (1 row 18.3 -> 12.2 µs at 256K, 640 x 256K 111 -> 85 µs) but lost in fused mode (640 x 256K 454 -> 564)
     nw = num_warps or (4 if (KP <= 128 and fused) else (8 if KP <= 512 else 16))
+    rsel = HIER_RSEL if rsel is None else bool(rsel)
     return dict(algo="hier", P=P, KP=KP, G1=G1, G2=G2, NSG=NSG, NT=NT, SB=SB, KC=KC, DT=DT,
-                MIN_SG=MIN_SG, num_warps=nw)
+                MIN_SG=MIN_SG, num_warps=nw, rsel=rsel)
 
 
 # Rows whose KP = next_pow2(k) is at least this take the radix select (dsa_lab.select_radix_triton) instead of
@@ -603,7 +729,7 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
             MULTI=P > 1, RR=rr, KP=KP, G1=cfg["G1"], G2=cfg["G2"], NSG=cfg["NSG"], NT=cfg["NT"], SB=cfg["SB"],
             KC=cfg["KC"], DT=cfg["DT"], MIN_SG=cfg["MIN_SG"], WROW=wrow,
             LEN_MODE=len_mode, HAS_START=start_t is not None, FUSED=fused, BS=bs, BSP=_np2(bs),
-            num_warps=cfg["num_warps"],
+            RSEL=cfg["rsel"], num_warps=cfg["num_warps"],
         )
         return out
     CAP = cfg["CAP"]

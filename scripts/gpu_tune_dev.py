@@ -12,6 +12,9 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
 * ``E`` k = 64 full stage: fused (num_warps 4 / 8) against the unfused composition at 4K-256K, 1-640 rows.
 * ``F`` the v3.3 parallel radix (every digit pass split over programs, five launches) against v3.0 and hier,
   k = 2048 / 512 / 64 at 16K-256K, 1-640 rows, plus equal / shifted values at 256K.
+* ``G`` k = 64: the hier kernel with the register radix select (v2.2, ``rsel``) in place of ``tl.topk``, with
+  direct (one program) thresholds 512-8192, num_warps 4 / 8; select stage (1-640 rows, 4K-256K, normal plus
+  equal / shifted at three shapes) and the full stage (fused and unfused, with and without ``rsel``).
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -93,16 +96,33 @@ def points(section):
         for ctx in (4096, 16384, 65536, 262144):
             for conc, nn in ((1, 1), (32, 1), (32, 5), (128, 5)):
                 pts.append(("full", ctx, conc, nn, 64, "normal", fvar))
-    elif section == "F":  # v3.3 parallel radix (every digit pass split over programs) against v3.0 and hier
-        var = {"hier": {"algo": "hier"}, "r30": radix(2048, False), "r33": {**radix(None, True, None), "parallel": True}}
-        for k in (2048, 512, 64):
+    elif section == "F":  # v3.3 parallel radix (every digit pass split over programs) against v3.0 (and hier, k=512)
+        r33 = {**radix(None, True, None), "parallel": True}
+        for k in (2048, 512):
+            var = {"r30": radix(2048, False), "r33": r33}
+            if k == 512:
+                var = {"hier": {"algo": "hier"}, "rsel": {"algo": "hier", "rsel": True}, **var}
             for ctx in (16384, 65536, 262144):
                 for conc, nn in ((1, 1), (32, 1), (32, 5), (128, 5)):
                     pts.append(("select", ctx, conc, nn, k, "normal", var))
-        for k in (2048, 64):
+        for dist in ("equal", "shifted"):
+            for conc, nn in ((1, 1), (128, 5)):
+                pts.append(("select", 262144, conc, nn, 2048, dist, {"r30": radix(2048, False), "r33": r33}))
+    elif section == "G":  # v2.2: register radix select in place of tl.topk in the hier kernel (k = 64)
+        rs = {"algo": "hier", "rsel": True}
+        var = {"default": None, "rsel": rs, "rsel_nw4": {**rs, "num_warps": 4}, "rsel_dt2048": {**rs, "direct": 2048},
+               "rsel_dt4096": {**rs, "direct": 4096}, "rsel_dt8192": {**rs, "direct": 8192}}
+        for ctx in (4096, 16384, 65536, 262144):
+            for conc, nn in ((1, 1), (8, 1), (32, 1), (32, 5), (128, 5)):
+                pts.append(("select", ctx, conc, nn, 64, "normal", var))
+        for ctx, conc, nn in ((16384, 1, 1), (65536, 1, 1), (262144, 128, 5)):
             for dist in ("equal", "shifted"):
-                for conc, nn in ((1, 1), (128, 5)):
-                    pts.append(("select", 262144, conc, nn, k, dist, var))
+                pts.append(("select", ctx, conc, nn, 64, dist, var))
+        fvar = {"unfused": None, "unfused_rsel": rs, "unfused_rsel_dt2048": {**rs, "direct": 2048},
+                "fused": {"algo": "hier"}, "fused_rsel": rs, "fused_rsel_nw8": {**rs, "num_warps": 8}}
+        for ctx in (4096, 16384, 65536, 262144):
+            for conc, nn in ((1, 1), (32, 5), (128, 5)):
+                pts.append(("full", ctx, conc, nn, 64, "normal", fvar))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts
@@ -115,8 +135,8 @@ def make_fn(stage, inp, k, name, cfg, out):
             return lambda: topk_select(sc, k, lengths=L, impl="triton", out=out)
         return lambda: topk_select_triton(sc, k, L, 1, out, config=cfg)
     x, E = inp["logits"], inp["ends"]
-    if name == "unfused":
-        return lambda: select_candidate_blocks_triton(x, E, k, None, BLOCK_SIZE, 1, out, fused=False)
+    if name.startswith("unfused"):
+        return lambda: select_candidate_blocks_triton(x, E, k, None, BLOCK_SIZE, 1, out, fused=False, config=cfg)
     return lambda: select_candidate_blocks_triton(x, E, k, None, BLOCK_SIZE, 1, out, fused=True, config=cfg)
 
 

@@ -23,6 +23,10 @@ PATHS = [
     ("direct", None),
     ("hier_1prog", {"direct": 8, "group": 4}),
     ("hier_multi", {"direct": 8, "group": 2, "programs": 5}),
+    # v2.2: the same stages with the register radix select in place of every tl.topk
+    ("rsel_direct", {"rsel": True}),
+    ("rsel_1prog", {"direct": 8, "group": 4, "rsel": True}),
+    ("rsel_multi", {"direct": 8, "group": 2, "programs": 5, "rsel": True}),
     ("fold_1prog", {"algo": "fold", "tile": 64}),
     ("fold_multi", {"algo": "fold", "tile": 32, "programs": 6}),
     ("fold_fallback", {"algo": "fold", "tile": 32, "programs": 6, "cap": 8}),
@@ -131,11 +135,34 @@ def test_row_strided_view_and_lengths_past_width():
     assert_same_sets(out, topk_select_reference(x, 30, lengths, 1), "strided")
 
 
+@pytest.mark.parametrize("k", [2, 9, 64])
+def test_rsel_wide_rows_and_split_ties(k, fresh_seed):
+    """The register radix select (v2.2) where stage B has more super groups than one tile (bitonic fold,
+    then back to column order) and where the threshold bin is split among tied values (the prefix-sum
+    tie break), 4 digits deep: values drawn from a handful of floats sharing their top bits."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    n = 4500  # group 2: 1125 super groups > the 1024-key stage-B tile
+    pool = torch.tensor([1.0, 1.0000001, 1.0000002, -2.0, float("-inf"), NAN])
+    x = pool[torch.randint(0, len(pool), (2, n), generator=gen)]
+    lengths = torch.tensor([n, 3001])
+    plan = st.plan_hier(2, n, k, {"sm_count": 1, "name": "triton-interpreter"}, group=2, rsel=True, programs=1)
+    assert plan["NSG"] > plan["SB"]
+    out = poisoned(2, k, "cpu")
+    st.topk_select_triton(x, k, lengths, 1, out, config={"group": 2, "programs": 1, "rsel": True})
+    assert_same_sets(out, topk_select_reference(x, k, lengths, 1), f"k={k} seed={fresh_seed}")
+    x2 = torch.full((1, 300), 0.25)  # all tied: the first k columns
+    out2 = poisoned(1, k, "cpu")
+    st.topk_select_triton(x2, k, None, 1, out2, config={"rsel": True})
+    assert_same_sets(out2, topk_select_reference(x2, k), f"equal k={k}")
+
+
 # ---------------------------------------------------------------- candidate blocks (fused / unfused)
 
 BLOCK_PATHS = [
     ("direct", None),
     ("hier_multi", {"direct": 4, "group": 2, "programs": 3}),
+    ("rsel_direct", {"rsel": True}),
+    ("rsel_multi", {"direct": 4, "group": 2, "programs": 3, "rsel": True}),
     ("fold_multi", {"algo": "fold", "tile": 16, "programs": 4}),
 ]
 
