@@ -49,7 +49,7 @@ import triton.language as tl
 
 from .keys_triton import tl_ordered_hi
 from . import _impl
-from .select_triton import _counters, _row_extent
+from .select_triton import _counters, _row_extent, split_programs
 
 __all__ = ["topk_select_radix", "select_candidate_blocks_radix"]
 
@@ -86,7 +86,12 @@ def _radix_kernel(
 ):
     row = tl.program_id(0)
     L, start, end = _row_extent(row, len_ptr, start_ptr, n, width, LEN_MODE, HAS_START, RR, BS)
-    row_off = row.to(tl.int64) * src_stride
+    _radix_row(src_ptr, row.to(tl.int64) * src_stride, out_ptr, row, L, k, TILE, KT)
+
+
+@triton.jit
+def _radix_row(src_ptr, row_off, out_ptr, row, L, k, TILE: tl.constexpr, KT: tl.constexpr):
+    """v3.0 for one row of live length ``L`` in one program: every digit pass over the row, then the output pass."""
     lane = tl.arange(0, TILE)
     bins = tl.arange(0, 256)
     # number of candidates; a row with at most k of them takes them all (threshold = -inf's word)
@@ -364,9 +369,12 @@ def _par_hist(src_ptr, row_off, lo, hi, prefix, D: tl.constexpr, TILE: tl.conste
 def _radix_par_kernel(
     src_ptr, src_stride, len_ptr, start_ptr, out_ptr, hist_ptr, st_ptr, acc_ptr, n, width, k, P,
     STEP: tl.constexpr, PP: tl.constexpr, RR: tl.constexpr, LEN_MODE: tl.constexpr, HAS_START: tl.constexpr,
-    BS: tl.constexpr, TILE: tl.constexpr, KT: tl.constexpr,
+    BS: tl.constexpr, TILE: tl.constexpr, KT: tl.constexpr, SHORT: tl.constexpr, STILE: tl.constexpr,
 ):
     """Parallel radix, launch ``STEP`` of 5 (grid rows x P; program p owns whole tiles [lo, hi) of its row).
+
+    v3.4: a row whose live extent is at most ``SHORT`` (read on the device) is selected whole by program 0 of
+    STEP 0 with the one-program v3.0 (:func:`_radix_row`, tiles of ``STILE``); the other launches skip it.
 
     STEP 0: every program's histogram of the top digit over its share → ``hist[0, row, p]``.
     STEP 1-3: every program sums the P histograms of the previous launch and decides that digit (all agree:
@@ -385,81 +393,86 @@ def _radix_par_kernel(
     p = tl.program_id(1)
     L, start, end = _row_extent(row, len_ptr, start_ptr, n, width, LEN_MODE, HAS_START, RR, BS)
     row_off = row.to(tl.int64) * src_stride
-    rows = tl.num_programs(0)
-    lo, hi = _chunk(L, p, P, TILE)
-    bins = tl.arange(0, 256)
-    pp = tl.arange(0, PP)
-    if STEP == 0:
-        h0 = _par_hist(src_ptr, row_off, lo, hi, 0, 0, TILE)
-        tl.store(hist_ptr + (row.to(tl.int64) * P + p) * 256 + bins, h0)
+    if L <= SHORT:
+        if STEP == 0:
+            if p == 0:
+                _radix_row(src_ptr, row_off, out_ptr, row, L, k, STILE, KT)
     else:
-        # the previous launch's state (STEP 1: the initial one) and histograms
-        prev = (STEP - 1) % 2
-        sb = (prev * rows + row).to(tl.int64) * 4
-        if STEP == 1:
-            prefix = tl.zeros([], tl.uint32)
-            need = tl.zeros([], tl.int64) + k
-            done = tl.zeros([], tl.int32)
-            nbits = tl.zeros([], tl.int32)
+        rows = tl.num_programs(0)
+        lo, hi = _chunk(L, p, P, TILE)
+        bins = tl.arange(0, 256)
+        pp = tl.arange(0, PP)
+        if STEP == 0:
+            h0 = _par_hist(src_ptr, row_off, lo, hi, 0, 0, TILE)
+            tl.store(hist_ptr + (row.to(tl.int64) * P + p) * 256 + bins, h0)
         else:
-            prefix = tl.load(st_ptr + sb).to(tl.uint32, bitcast=True)
-            need = tl.load(st_ptr + sb + 1).to(tl.int64)
-            done = tl.load(st_ptr + sb + 2)
-            nbits = tl.load(st_ptr + sb + 3)
-        abase = row.to(tl.int64) * 2 * PP
-        if done == 0:
-            hb_ptr = hist_ptr + ((prev * rows + row).to(tl.int64) * P) * 256
-            h = tl.load(hb_ptr + pp[:, None] * 256 + bins[None, :], mask=pp[:, None] < P, other=0)
-            H = tl.sum(h, axis=0)
-            D: tl.constexpr = STEP - 1  # the digit decided now
-            if D == 0:
-                ncand = tl.sum(H.to(tl.int64))
-                rem = tl.minimum(ncand, k)
+            # the previous launch's state (STEP 1: the initial one) and histograms
+            prev = (STEP - 1) % 2
+            sb = (prev * rows + row).to(tl.int64) * 4
+            if STEP == 1:
+                prefix = tl.zeros([], tl.uint32)
+                need = tl.zeros([], tl.int64) + k
+                done = tl.zeros([], tl.int32)
+                nbits = tl.zeros([], tl.int32)
             else:
-                rem = need
-            b, hb, rem2 = _pick(H, rem, bins)
-            if D == 0:
-                b = tl.where(ncand <= k, -1, b)  # at most k candidates: all of them, nothing tied
-            gt_p = tl.sum(tl.where(bins[None, :] > b, h, 0), axis=1)
-            eq_p = tl.sum(tl.where(bins[None, :] == b, h, 0), axis=1)
-            decided = (rem2 == hb) | (b < 0)  # (after the fourth digit STEP 4 emits whatever this says)
-            if D == 0:
-                acc_gt = gt_p
-                new_bits = tl.where(b < 0, 0, 8)
+                prefix = tl.load(st_ptr + sb).to(tl.uint32, bitcast=True)
+                need = tl.load(st_ptr + sb + 1).to(tl.int64)
+                done = tl.load(st_ptr + sb + 2)
+                nbits = tl.load(st_ptr + sb + 3)
+            abase = row.to(tl.int64) * 2 * PP
+            if done == 0:
+                hb_ptr = hist_ptr + ((prev * rows + row).to(tl.int64) * P) * 256
+                h = tl.load(hb_ptr + pp[:, None] * 256 + bins[None, :], mask=pp[:, None] < P, other=0)
+                H = tl.sum(h, axis=0)
+                D: tl.constexpr = STEP - 1  # the digit decided now
+                if D == 0:
+                    ncand = tl.sum(H.to(tl.int64))
+                    rem = tl.minimum(ncand, k)
+                else:
+                    rem = need
+                b, hb, rem2 = _pick(H, rem, bins)
+                if D == 0:
+                    b = tl.where(ncand <= k, -1, b)  # at most k candidates: all of them, nothing tied
+                gt_p = tl.sum(tl.where(bins[None, :] > b, h, 0), axis=1)
+                eq_p = tl.sum(tl.where(bins[None, :] == b, h, 0), axis=1)
+                decided = (rem2 == hb) | (b < 0)  # (after the fourth digit STEP 4 emits whatever this says)
+                if D == 0:
+                    acc_gt = gt_p
+                    new_bits = tl.where(b < 0, 0, 8)
+                else:
+                    acc_gt = tl.load(acc_ptr + abase + pp, mask=pp < P, other=0) + gt_p
+                    new_bits = nbits + 8
+                new_prefix = (prefix << 8) | tl.maximum(b, 0).to(tl.uint32)
+                new_need = tl.where(b < 0, 0, rem2)
+                eq_p = tl.where(b < 0, 0, eq_p)
+                if STEP < 4:
+                    if p == 0:
+                        ob = ((STEP % 2) * rows + row).to(tl.int64) * 4
+                        tl.store(st_ptr + ob, new_prefix.to(tl.int32, bitcast=True))
+                        tl.store(st_ptr + ob + 1, new_need.to(tl.int32))
+                        tl.store(st_ptr + ob + 2, decided.to(tl.int32))
+                        tl.store(st_ptr + ob + 3, new_bits.to(tl.int32))
+                        tl.store(acc_ptr + abase + pp, acc_gt, mask=pp < P)
+                        tl.store(acc_ptr + abase + PP + pp, eq_p, mask=pp < P)
+                    if decided == 0:
+                        hn = _par_hist(src_ptr, row_off, lo, hi, new_prefix, STEP, TILE)
+                        tl.store(hist_ptr + (((STEP % 2) * rows + row).to(tl.int64) * P + p) * 256 + bins, hn)
+                else:
+                    _par_emit(src_ptr, row_off, out_ptr, row, p, lo, hi, acc_gt, eq_p, new_prefix, new_need, new_bits,
+                              k, pp, P, TILE, KT)
             else:
-                acc_gt = tl.load(acc_ptr + abase + pp, mask=pp < P, other=0) + gt_p
-                new_bits = nbits + 8
-            new_prefix = (prefix << 8) | tl.maximum(b, 0).to(tl.uint32)
-            new_need = tl.where(b < 0, 0, rem2)
-            eq_p = tl.where(b < 0, 0, eq_p)
-            if STEP < 4:
-                if p == 0:
-                    ob = ((STEP % 2) * rows + row).to(tl.int64) * 4
-                    tl.store(st_ptr + ob, new_prefix.to(tl.int32, bitcast=True))
-                    tl.store(st_ptr + ob + 1, new_need.to(tl.int32))
-                    tl.store(st_ptr + ob + 2, decided.to(tl.int32))
-                    tl.store(st_ptr + ob + 3, new_bits.to(tl.int32))
-                    tl.store(acc_ptr + abase + pp, acc_gt, mask=pp < P)
-                    tl.store(acc_ptr + abase + PP + pp, eq_p, mask=pp < P)
-                if decided == 0:
-                    hn = _par_hist(src_ptr, row_off, lo, hi, new_prefix, STEP, TILE)
-                    tl.store(hist_ptr + (((STEP % 2) * rows + row).to(tl.int64) * P + p) * 256 + bins, hn)
-            else:
-                _par_emit(src_ptr, row_off, out_ptr, row, p, lo, hi, acc_gt, eq_p, new_prefix, new_need, new_bits,
-                          k, pp, P, TILE, KT)
-        else:
-            if STEP < 4:
-                if p == 0:  # carry the decided state to this launch's parity
-                    ob = ((STEP % 2) * rows + row).to(tl.int64) * 4
-                    tl.store(st_ptr + ob, prefix.to(tl.int32, bitcast=True))
-                    tl.store(st_ptr + ob + 1, need.to(tl.int32))
-                    tl.store(st_ptr + ob + 2, done)
-                    tl.store(st_ptr + ob + 3, nbits)
-            else:
-                acc_gt = tl.load(acc_ptr + abase + pp, mask=pp < P, other=0)
-                eq_p = tl.load(acc_ptr + abase + PP + pp, mask=pp < P, other=0)
-                _par_emit(src_ptr, row_off, out_ptr, row, p, lo, hi, acc_gt, eq_p, prefix, need, nbits,
-                          k, pp, P, TILE, KT)
+                if STEP < 4:
+                    if p == 0:  # carry the decided state to this launch's parity
+                        ob = ((STEP % 2) * rows + row).to(tl.int64) * 4
+                        tl.store(st_ptr + ob, prefix.to(tl.int32, bitcast=True))
+                        tl.store(st_ptr + ob + 1, need.to(tl.int32))
+                        tl.store(st_ptr + ob + 2, done)
+                        tl.store(st_ptr + ob + 3, nbits)
+                else:
+                    acc_gt = tl.load(acc_ptr + abase + pp, mask=pp < P, other=0)
+                    eq_p = tl.load(acc_ptr + abase + PP + pp, mask=pp < P, other=0)
+                    _par_emit(src_ptr, row_off, out_ptr, row, p, lo, hi, acc_gt, eq_p, prefix, need, nbits,
+                              k, pp, P, TILE, KT)
 
 
 @triton.jit
@@ -499,14 +512,8 @@ def _np2(x: int) -> int:
     return 1 if x <= 1 else 1 << (int(x) - 1).bit_length()
 
 
-def split_programs(rows: int, n: int, sm_count: int, tile: int) -> int:
-    """Programs per row for the split radix: fill the device about twice, at least one tile each,
-    at most 32 (every program sums the P x 256 histograms of its row)."""
-    return max(1, min((2 * sm_count) // max(rows, 1), -(-n // tile), 32))
-
-
 def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, bs, tile, num_warps, compact, split,
-            parallel=False):
+            parallel=False, short=0):
     if out is None:
         out = torch.empty((rows, k), dtype=torch.int32, device=src.device)
     if rows == 0:
@@ -526,9 +533,10 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, bs, tile,
         hist = torch.empty((2 * rows * P * 256,), dtype=torch.int32, device=dev)
         st = torch.empty((2 * rows * 4,), dtype=torch.int32, device=dev)
         acc = torch.empty((rows * 2 * PP,), dtype=torch.int32, device=dev)
+        stile = max(256, min(2048, _np2(min(n, short or 1))))
         for step in range(5):
             _radix_par_kernel[(rows, P)](src, src.stride(0), lens, starts, out, hist, st, acc, n, width, k, P,
-                                         STEP=step, PP=PP, KT=min(1024, _np2(k)), **meta)
+                                         STEP=step, PP=PP, KT=min(1024, _np2(k)), SHORT=short, STILE=stile, **meta)
         return out
     if split is True or split is None:
         P = split_programs(rows, n, int(_impl.facts_for(src)["sm_count"]), tile or 1024)
@@ -556,7 +564,7 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, bs, tile,
 
 
 def topk_select_radix(scores, k, lengths=None, row_repeat=1, out=None, *, tile=None, num_warps=None, compact=True,
-                      split=False, parallel=False):
+                      split=False, parallel=False, short=0):
     """Radix arm of :func:`dsa_lab.topk_select` (same contract; arguments as
     :func:`dsa_lab.select_triton.topk_select_triton`, validated by the caller).
 
@@ -566,9 +574,10 @@ def topk_select_radix(scores, k, lengths=None, row_repeat=1, out=None, *, tile=N
     ``split``: ``False`` (default) one program per row; ``None``/``True`` split each row over
     :func:`split_programs` programs (two launches: :func:`_radix_hist_kernel`, :func:`_radix_split_kernel`;
     one program per row where that gives 1); an int forces that many programs (tests).
-    ``parallel=True`` (v3.3, experimental, not yet timed on a GPU): every digit pass split over the row's
-    programs (:func:`_radix_par_kernel`, five launches, no atomics; ``split`` then picks P as above, ``False``
-    meaning by the SM count too); ``compact`` is ignored.
+    ``parallel=True`` (v3.3): every digit pass split over the row's programs (:func:`_radix_par_kernel`, five
+    launches, no atomics; ``split`` then picks P as above, ``False`` meaning by the SM count too); ``compact`` is
+    ignored.  ``short`` (v3.4, with ``parallel``): rows of at most that many live columns (read on the device)
+    are selected whole by one program in the first launch (the v3.0 algorithm).
 
     Returns int32 ``[rows, k]``: the selected columns in column order, ``-1`` tail; every slot
     written; columns at or past a row's length are never loaded.
@@ -578,11 +587,12 @@ def topk_select_radix(scores, k, lengths=None, row_repeat=1, out=None, *, tile=N
         res = out if out is not None else torch.empty((rows, k), dtype=torch.int32, device=scores.device)
         return res.fill_(-1)
     return _launch(scores, lengths, None, out, rows, n, n, k, row_repeat, 0 if lengths is None else 1, 1,
-                   tile, num_warps, compact, split, parallel)
+                   tile, num_warps, compact, split, parallel, short)
 
 
 def select_candidate_blocks_radix(logits, row_ends, topk_blocks, row_starts=None, block_size=8, row_repeat=1,
-                                  out=None, *, tile=None, num_warps=None, compact=True, split=False, parallel=False):
+                                  out=None, *, tile=None, num_warps=None, compact=True, split=False, parallel=False,
+                                  short=0):
     """Candidate blocks through the radix arm: bounded Triton block scores, then the radix select over
     each row's live block extent (the unfused composition of :mod:`dsa_lab.select_triton`)."""
     from .scores_triton import block_scores_triton
@@ -595,4 +605,4 @@ def select_candidate_blocks_radix(logits, row_ends, topk_blocks, row_starts=None
         return res.fill_(-1)
     sc = block_scores_triton(logits, row_ends, row_starts, bs, row_repeat, fill_dead=False)  # read < extent only
     return _launch(sc, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat, 2, bs,
-                   tile, num_warps, compact, split, parallel)
+                   tile, num_warps, compact, split, parallel, short)

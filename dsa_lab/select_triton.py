@@ -610,9 +610,12 @@ def _group(KP: int) -> int:
     return 8 if KP <= 64 else (4 if KP <= 128 else 2)
 
 
-# The hier kernel's top-k stages: False = bitonic ``tl.topk`` (v2), True = register radix select (v2.2,
-# :func:`_reg_select`).
-HIER_RSEL: bool = False
+# The hier kernel's top-k stages take the register radix select (v2.2, :func:`_reg_select`) instead of the
+# bitonic ``tl.topk`` from this KP = next_pow2(k) on.  Measured on the H200 (data/h200/tune_dev/tune_dev_F/G.csv):
+# at k = 64 (512-key stages) the radix select was slower everywhere (4K 1 row 3.1 -> 4.4 µs, 640 x 256K 84.5 ->
+# 121 µs: a 256-bin tl.histogram costs about a bitonic top-k of the same tile); at k = 512 (1024-2048-key
+# stages) it was faster at 160-640 rows (640 x 16K 68.5 -> 47.4 µs) and equal elsewhere.
+HIER_RSEL_MIN_KP: int | None = 512
 
 
 def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, block_size: int = 1,
@@ -659,26 +662,47 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     # num_warps: measured on the H200 at k = 64 (tune_dev_B/C/D.csv): 8 warps beat 4 on the select kernel
     # (1 row 18.3 -> 12.2 µs at 256K, 640 x 256K 111 -> 85 µs) but lost in fused mode (640 x 256K 454 -> 564)
     nw = num_warps or (4 if (KP <= 128 and fused) else (8 if KP <= 512 else 16))
-    rsel = HIER_RSEL if rsel is None else bool(rsel)
+    if rsel is None:
+        rsel = HIER_RSEL_MIN_KP is not None and KP >= HIER_RSEL_MIN_KP
     return dict(algo="hier", P=P, KP=KP, G1=G1, G2=G2, NSG=NSG, NT=NT, SB=SB, KC=KC, DT=DT,
                 MIN_SG=MIN_SG, num_warps=nw, rsel=rsel)
 
 
 # Rows whose KP = next_pow2(k) is at least this take the radix select (dsa_lab.select_radix_triton) instead of
 # "hier"; None = never.  Measured on the H200 (data/h200/tune_dev_A.csv, notes/select_kernel.md): at k = 2048
-# the full-pass radix (v3.0) beat hier at every point (1.7-5x, 4K-256K, 1-640 rows, normal/equal/shifted);
-# at k = 512 hier won at 4K and 256K and tied at 64K, radix won at 16K only, so KP = 512 stays on hier.
+# the full-pass radix (v3.0) beat hier at every point (1.7-5x, 4K-256K, 1-640 rows, normal/equal/shifted).
 RADIX_MIN_KP: int | None = 1024
-# The radix variant the default dispatch takes: every digit over the row (v3.0).  The compacting (v3.1) and
-# split (v3.2) variants were faster on continuous values at 256K but 1.7-11x slower when values tie or share
-# their top digit (equal / shifted), which a shape-only rule cannot see (tune_dev_A/B.csv).
-RADIX_DEFAULT = {"tile": None, "compact": False, "split": False, "num_warps": None, "parallel": False}
+# From this KP on, calls with several radix programs per row (split_programs(...) > 1: fewer rows than SMs) take
+# the parallel radix (v3.4: every digit pass split over the row's programs, rows of at most RADIX_SHORT live
+# columns selected whole by one program, decided on the device).  Measured (tune_dev_F.csv): 1 x 256K, k = 2048:
+# 23.6 µs (v3.0 170, torch 62); k = 512: 19.5 µs (hier 123); 32 x 256K k = 2048: 62 (v3.0 202); at 160+ rows
+# (one program per row) it lost to v3.0 / hier, and on short rows (16K: 15.3 vs 6.0 µs) to v3.0 — hence SHORT.
+RADIX_PAR_MIN_KP: int | None = 512
+RADIX_SHORT: int = 4096
+# The radix variant the default dispatch takes with one program per row: every digit over the row (v3.0).  The
+# compacting (v3.1) and split (v3.2) variants were faster on continuous values at 256K but 1.7-11x slower when
+# values tie or share their top digit (equal / shifted), which a shape-only rule cannot see (tune_dev_A/B.csv).
+RADIX_DEFAULT = {"tile": None, "compact": False, "split": False, "num_warps": None, "parallel": False, "short": 0}
 
 
-def default_algo(k: int, *, fused: bool = False) -> str:
-    """The algorithm ``impl="triton"`` uses for this k (shapes only): "radix" from :data:`RADIX_MIN_KP`
-    (never fused: the radix path runs on block scores), else "hier"."""
-    if RADIX_MIN_KP is not None and not fused and max(2, _np2(k)) >= RADIX_MIN_KP:
+def split_programs(rows: int, n: int, sm_count: int, tile: int = 1024) -> int:
+    """Programs per row of the split / parallel radix: fill the device about twice, at least one tile each,
+    at most 32 (every program sums the P x 256 histograms of its row)."""
+    return max(1, min((2 * sm_count) // max(rows, 1), -(-n // tile), 32))
+
+
+def default_algo(k: int, *, fused: bool = False, rows: int | None = None, n: int | None = None,
+                 sm_count: int | None = None) -> str:
+    """The algorithm ``impl="triton"`` uses (shapes only): "radix" from :data:`RADIX_MIN_KP`, and from
+    :data:`RADIX_PAR_MIN_KP` when the shape gives several radix programs per row (``rows``, ``n``, ``sm_count``
+    known); never fused (the radix path runs on block scores); else "hier"."""
+    if fused:
+        return "hier"
+    KP = max(2, _np2(k))
+    if RADIX_MIN_KP is not None and KP >= RADIX_MIN_KP:
+        return "radix"
+    if (RADIX_PAR_MIN_KP is not None and KP >= RADIX_PAR_MIN_KP and rows is not None and n is not None
+            and sm_count is not None and split_programs(rows, n, sm_count) > 1):
         return "radix"
     return "hier"
 
@@ -686,8 +710,12 @@ def default_algo(k: int, *, fused: bool = False) -> str:
 def plan(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, block_size: int = 1,
          algo: str | None = None, **over) -> dict:
     """Launch configuration: ``algo`` "hier" (v2), "fold" (v1) or "radix" (v3, :mod:`dsa_lab.select_radix_triton`;
-    ``over`` may set its ``tile``, ``compact``, ``split``, ``num_warps``, ``parallel``); None = :func:`default_algo`."""
-    algo = algo or default_algo(k, fused=fused)
+    ``over`` may set its ``tile``, ``compact``, ``split``, ``num_warps``, ``parallel``, ``short``); None =
+    :func:`default_algo`, whose radix choice is the parallel form (v3.4) when the shape gives several programs
+    per row and the full-pass form (v3.0) otherwise."""
+    auto = algo is None
+    sm = int(facts["sm_count"])
+    algo = algo or default_algo(k, fused=fused, rows=rows, n=n, sm_count=sm)
     if algo == "hier":
         return plan_hier(rows, n, k, facts, fused=fused, block_size=block_size, **over)
     if algo == "fold":
@@ -697,8 +725,11 @@ def plan(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, block_s
             raise ValueError("algo 'radix' has no fused path: select candidate blocks with fused=False")
         bad = set(over) - set(RADIX_DEFAULT)
         if bad:
-            raise ValueError(f"radix config takes tile, compact, split, num_warps, parallel; got {sorted(bad)}")
-        return {"algo": "radix", **RADIX_DEFAULT, **over}
+            raise ValueError(f"radix config takes tile, compact, split, num_warps, parallel, short; got {sorted(bad)}")
+        cfg = {"algo": "radix", **RADIX_DEFAULT}
+        if auto and split_programs(rows, n, sm) > 1:
+            cfg.update(parallel=True, split=None, short=RADIX_SHORT)
+        return {**cfg, **over}
     raise ValueError(f"algo must be 'hier', 'fold' or 'radix', got {algo!r}")
 
 
@@ -714,7 +745,7 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
         from . import select_radix_triton as radix
 
         return radix._launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, bs, cfg["tile"],
-                             cfg["num_warps"], cfg["compact"], cfg["split"], cfg["parallel"])
+                             cfg["num_warps"], cfg["compact"], cfg["split"], cfg["parallel"], cfg["short"])
     dummy = out
     lens = len_t if len_t is not None else dummy
     starts = start_t if start_t is not None else dummy

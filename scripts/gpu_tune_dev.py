@@ -15,6 +15,9 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
 * ``G`` k = 64: the hier kernel with the register radix select (v2.2, ``rsel``) in place of ``tl.topk``, with
   direct (one program) thresholds 512-8192, num_warps 4 / 8; select stage (1-640 rows, 4K-256K, normal plus
   equal / shifted at three shapes) and the full stage (fused and unfused, with and without ``rsel``).
+* ``H`` the default dispatch after v3.4 / v2.2 (k = 2048 / 512: parallel radix with short rows whole in one
+  program at fewer rows than SMs, v3.0 or hier with radix-select stages beyond) against v3.0 and hier; k = 64
+  few rows with hier's group 4.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -123,6 +126,18 @@ def points(section):
         for ctx in (4096, 16384, 65536, 262144):
             for conc, nn in ((1, 1), (32, 5), (128, 5)):
                 pts.append(("full", ctx, conc, nn, 64, "normal", fvar))
+    elif section == "H":  # the default dispatch after v3.4 / v2.2 (radix parallel+short, hier rsel at k = 512)
+        for k in (2048, 512):
+            var = {"default": None, "r30": radix(2048, False)}
+            if k == 512:
+                var["hier"] = {"algo": "hier", "rsel": False}
+            for ctx in (4096, 16384, 65536, 262144):
+                for conc, nn in ((1, 1), (32, 1), (32, 5)):
+                    pts.append(("select", ctx, conc, nn, k, "normal", var))
+        var = {"default": None, "hier_g4": {"algo": "hier", "group": 4}, "hier_g4_rsel": {"algo": "hier", "group": 4, "rsel": True}}
+        for ctx in (16384, 65536, 262144):
+            for conc, nn in ((1, 1), (32, 1)):
+                pts.append(("select", ctx, conc, nn, 64, "normal", var))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts

@@ -141,12 +141,15 @@ def test_radix_split_rows(P, dist, k, fresh_seed):
         out = poisoned(4, k, "cpu")  # v3.3 (parallel) on the same rows and programs
         topk_select_radix(x, k, lens, 1, out, tile=256, split=P, parallel=True)
         assert_same_sets(out, topk_select_reference(x, k, lens, 1), f"parallel P={P} rep={rep} seed={fresh_seed}")
+        out = poisoned(4, k, "cpu")  # v3.4: rows of at most 700 live columns whole in one program, the rest parallel
+        topk_select_radix(x, k, lens, 1, out, tile=256, split=P, parallel=True, short=700)
+        assert_same_sets(out, topk_select_reference(x, k, lens, 1), f"short P={P} rep={rep} seed={fresh_seed}")
 
 
 def test_radix_split_plan_and_blocks(fresh_seed):
     """split=True sizes P from the device's SM count (1 row → several programs, many rows → 1), and the
     candidate-block composition runs through it."""
-    from dsa_lab.select_radix_triton import split_programs
+    from dsa_lab.select_triton import split_programs
 
     assert split_programs(1, 32768, 132, 1024) == 32 and split_programs(640, 32768, 132, 1024) == 1
     assert split_programs(4, 3000, 132, 1024) == 3
@@ -185,6 +188,14 @@ def test_radix_through_the_triton_arm(monkeypatch, fresh_seed):
     monkeypatch.setattr(select_triton, "RADIX_MIN_KP", 1024)
     assert select_triton.default_algo(512) == "hier" and select_triton.default_algo(513) == "radix"  # KP 1024
     assert select_triton.default_algo(2048, fused=True) == "hier"
+    # KP = 512 takes the parallel radix only with several programs per row (fewer rows than SMs)
+    assert select_triton.default_algo(512, rows=1, n=32768, sm_count=132) == "radix"
+    assert select_triton.default_algo(512, rows=640, n=32768, sm_count=132) == "hier"
+    assert select_triton.default_algo(64, rows=1, n=32768, sm_count=132) == "hier"
+    few, many = (select_triton.plan(r, 32768, 2048, {"sm_count": 132}) for r in (1, 640))
+    assert (few["parallel"], few["short"], many["parallel"], many["short"]) == (True, select_triton.RADIX_SHORT, False, 0)
+    assert select_triton.plan(640, 32768, 512, {"sm_count": 132})["rsel"] is True  # hier, radix-select stages
+    assert select_triton.plan(640, 32768, 64, {"sm_count": 132})["rsel"] is False
     got = dsa_lab.topk_select(x, 1100, lengths=lens, impl="triton")
     assert_same_sets(got, topk_select_reference(x, 1100, lens, 1), f"seed={fresh_seed}")
     assert calls == [600, 600, 1100]
