@@ -12,7 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
-__all__ = ["candidate_flags_triton"]
+__all__ = ["candidate_flags_triton", "fill_flags_triton"]
 
 
 # shape ints are not specialised (divisibility/==1 hints buy nothing here and would compile one
@@ -34,6 +34,24 @@ def _flags_kernel(c_ptr, c_stride, flags_ptr, start_ptr, k, width, nblocks,
         tl.store(flags_ptr + fbase + slot, one, mask=valid)
 
 
+def fill_flags_triton(candidates, flags, width, row_starts=None, block_size=8, row_repeat=1):
+    """Zero ``flags`` (uint8 ``[rows, cdiv(width, block_size) + 1]``, contiguous) and set the selected blocks'
+    bytes (the contract of :func:`candidate_flags_triton`, into a given tensor).  Returns ``flags``."""
+    rows, k = candidates.shape
+    bs = int(block_size)
+    nblocks = -(-int(width) // bs)
+    flags.zero_()
+    if rows == 0 or k == 0:
+        return flags
+    kt = max(2, min(1024, 1 << (k - 1).bit_length()))
+    _flags_kernel[(rows,)](
+        candidates, candidates.stride(0), flags, row_starts if row_starts is not None else candidates,
+        k, int(width), nblocks,
+        RR=int(row_repeat), BS=bs, KT=kt, HAS_START=row_starts is not None, num_warps=4,
+    )
+    return flags
+
+
 def candidate_flags_triton(candidates, width, row_starts=None, block_size=8, row_repeat=1):
     """Flags of selected blocks (arguments validated by :func:`dsa_lab.candidate_flags`).
 
@@ -45,16 +63,7 @@ def candidate_flags_triton(candidates, width, row_starts=None, block_size=8, row
     Returns:
         uint8 ``[rows, nblocks + 1]``, new, every slot written.
     """
-    rows, k = candidates.shape
-    bs = int(block_size)
-    nblocks = -(-int(width) // bs)
-    flags = torch.zeros((rows, nblocks + 1), dtype=torch.uint8, device=candidates.device)
-    if rows == 0 or k == 0:
-        return flags
-    kt = max(2, min(1024, 1 << (k - 1).bit_length()))
-    _flags_kernel[(rows,)](
-        candidates, candidates.stride(0), flags, row_starts if row_starts is not None else candidates,
-        k, int(width), nblocks,
-        RR=int(row_repeat), BS=bs, KT=kt, HAS_START=row_starts is not None, num_warps=4,
-    )
-    return flags
+    rows, _ = candidates.shape
+    nblocks = -(-int(width) // int(block_size))
+    flags = torch.empty((rows, nblocks + 1), dtype=torch.uint8, device=candidates.device)
+    return fill_flags_triton(candidates, flags, width, row_starts, block_size, row_repeat)

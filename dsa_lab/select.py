@@ -108,7 +108,8 @@ def topk_select(scores, k, *, lengths=None, row_repeat=1, impl="auto", out=None)
 
 
 def select_candidate_blocks(
-    logits, row_ends, topk_blocks, *, row_starts=None, block_size=8, row_repeat=1, impl="auto", out=None
+    logits, row_ends, topk_blocks, *, row_starts=None, block_size=8, row_repeat=1, impl="auto", out=None,
+    with_flags=False,
 ):
     """Top-``topk_blocks`` candidate blocks per row: :func:`block_scores` then :func:`topk_select`.
 
@@ -122,9 +123,15 @@ def select_candidate_blocks(
     ``cdiv(min(end, width) - start, block_size)`` blocks, widened to include the pinned
     newest block; blocks past it are ``-inf`` and never selected.
 
+    ``with_flags=True`` returns ``(ids, flags)``, flags as :func:`dsa_lab.candidate_flags` of the ids (same
+    contract, sentinel slot included); the Triton hier kernel writes them in the same launch (no memset, no
+    flags kernel), the other arms compose :func:`dsa_lab.candidate_flags`.
+
     Returns:
-        int32 ``[rows, topk_blocks]`` block ids in any order, ``-1`` tail.
+        int32 ``[rows, topk_blocks]`` block ids in any order, ``-1`` tail (with ``with_flags``: and the flags).
     """
+    if not isinstance(with_flags, bool):
+        raise TypeError(f"with_flags must be a bool, got {type(with_flags).__name__}")
     rows, width, bs, rr = _check_scores_args(logits, row_ends, row_starts, block_size, row_repeat)
     topk_blocks = _checks.positive_int(topk_blocks, "topk_blocks")
     _checks.out_tensor(out, (rows, topk_blocks), torch.int32, logits.device)
@@ -142,7 +149,13 @@ def select_candidate_blocks(
                 raise ValueError(f"impl='triton_fused' serves next_pow2(topk_blocks) * group * block_size <= 4096 "
                                  f"(k <= 256 at block_size 8); got topk_blocks={topk_blocks}, block_size={bs}: "
                                  "use impl='triton'")
-        return select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts, bs, rr, out, fused=fused)
+        return select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts, bs, rr, out, fused=fused,
+                                              with_flags=with_flags)
     sc = block_scores(logits, row_ends, row_starts=row_starts, block_size=bs, row_repeat=rr, impl="torch")
-    return topk_select(sc, topk_blocks, impl=arm, out=out)
+    ids = topk_select(sc, topk_blocks, impl=arm, out=out)
+    if with_flags:
+        from .flags import candidate_flags_torch
+
+        return ids, candidate_flags_torch(ids, width, row_starts, bs, rr)
+    return ids
 

@@ -59,6 +59,7 @@ from .scores_triton import tl_block_score
 __all__ = ["topk_select_triton", "select_candidate_blocks_triton", "plan"]
 
 _PAD = tl.constexpr(PAD_KEY)
+_FZT = tl.constexpr(4096)  # bytes of flags zeroed per store loop iteration
 _I64_MAX = tl.constexpr(2**63 - 1)
 
 
@@ -201,6 +202,25 @@ def _reg_select(h, cand, k):
         sel = above | (eq & (tl.cumsum(eq.to(tl.int32), 0) <= need))
     sel = tl.where(ncand <= k, cand, sel)
     return sel, tl.minimum(ncand, k)
+
+
+@triton.jit
+def _flags_zero(flags_ptr, row, lo, hi, n, FZT: tl.constexpr):
+    """Zero bytes ``[lo, hi)`` of the row's flags (``uint8 [rows, n + 1]``)."""
+    base = row.to(tl.int64) * (n + 1)
+    j = tl.arange(0, FZT)
+    z = tl.zeros([FZT], tl.uint8)
+    for j0 in range(lo, hi, FZT):
+        tl.store(flags_ptr + base + j0 + j, z, mask=j0 + j < hi)
+
+
+@triton.jit
+def _flags_set(flags_ptr, row, ids, sel, start, width, n, BS: tl.constexpr):
+    """``flags[row, b] = 1`` for each selected block id ``b`` (``sel``); the sentinel slot ``n`` when the
+    block's first column ``start + b * BS`` is at or past the width (the flags contract, :mod:`dsa_lab.flags`)."""
+    b = ids.to(tl.int64)
+    slot = tl.where(start + b * BS >= width, n, b)
+    tl.store(flags_ptr + row.to(tl.int64) * (n + 1) + slot, tl.full(b.shape, 1, tl.uint8), mask=sel)
 
 
 @triton.jit
@@ -353,11 +373,13 @@ def _best_per_row(sc, cols, valid):
 
 
 @triton.jit
-def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, row, L, nsg, start, end, width, k,
+def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, start, end, width, k,
                  WROW: tl.constexpr, NSG: tl.constexpr, KP: tl.constexpr, G1: tl.constexpr, G2: tl.constexpr,
                  SB: tl.constexpr, KC: tl.constexpr,
-                 FUSED: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, RSEL: tl.constexpr):
-    """Stages B-D for one row whose super-group maxima are in the workspace.
+                 FUSED: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, RSEL: tl.constexpr,
+                 FLAGS: tl.constexpr):
+    """Stages B-D for one row whose super-group maxima are in the workspace (``FLAGS``: and the row's flags,
+    already zeroed by the row's programs).
 
     ``RSEL``: every top-k is the register radix select (:func:`_reg_select`) instead of ``tl.topk``; the
     chosen groups are compacted in column order through the row's workspace (B: super group ids at
@@ -442,6 +464,8 @@ def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, row, L, nsg, start, end, wid
         cand = tl.reshape(valid, [KP * G1]) & (h > -0x7F800001)
         sel, cnt = _reg_select(h, cand, k)
         _reg_write_out(out_ptr, row, tl.reshape(cols, [KP * G1]), sel, cnt, k, KP)
+        if FLAGS:
+            _flags_set(flags_ptr, row, tl.reshape(cols, [KP * G1]), sel, start, width, n, BS)
     else:
         t1 = tl.topk(l1, KP)
         g1 = tl.where(t1 != _PAD, tl_key_index(t1) // G1, -1)
@@ -454,19 +478,22 @@ def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, row, L, nsg, start, end, wid
         else:
             top = tl.sort(tl.reshape(kk, [KP]), descending=True)
         _write_out(out_ptr, row, top, k, KP)
+        if FLAGS:
+            _flags_set(flags_ptr, row, tl_key_index(top), (tl.arange(0, KP) < k) & tl_is_candidate(top),
+                       start, width, n, BS)
 
 
 # shape ints are not specialised (divisibility/==1 hints buy nothing here and would compile one
 # variant per k, width and split of a sweep or fuzz)
 @triton.jit(do_not_specialize=["n", "width", "k", "P"])
 def _hier_kernel(
-    src_ptr, src_stride, len_ptr, start_ptr, out_ptr, ws_ptr, cnt_ptr,
+    src_ptr, src_stride, len_ptr, start_ptr, out_ptr, ws_ptr, cnt_ptr, flags_ptr,
     n, width, k, P,
     MULTI: tl.constexpr, RR: tl.constexpr, KP: tl.constexpr, G1: tl.constexpr, G2: tl.constexpr,
     NSG: tl.constexpr, NT: tl.constexpr, SB: tl.constexpr, KC: tl.constexpr, DT: tl.constexpr,
     MIN_SG: tl.constexpr, WROW: tl.constexpr,
     LEN_MODE: tl.constexpr, HAS_START: tl.constexpr, FUSED: tl.constexpr,
-    BS: tl.constexpr, BSP: tl.constexpr, RSEL: tl.constexpr,
+    BS: tl.constexpr, BSP: tl.constexpr, RSEL: tl.constexpr, FLAGS: tl.constexpr,
 ):
     """Exact top-k by nested group maxima.
 
@@ -488,6 +515,9 @@ def _hier_kernel(
     row_off = row.to(tl.int64) * src_stride
     if L <= DT:
         if p == 0:
+            if FLAGS:  # this program alone writes the row: zero its flags first
+                _flags_zero(flags_ptr, row, 0, n + 1, n, _FZT)
+                tl.debug_barrier()
             jd = tl.arange(0, DT)
             cols = jd[:, None]
             if RSEL:  # register radix select over the row, ids compacted into the output
@@ -495,14 +525,23 @@ def _hier_kernel(
                 h = tl.reshape(tl_ordered_hi(sc), [DT])
                 sel, cnt = _reg_select(h, (jd < L) & (h > -0x7F800001), k)
                 _reg_write_out(out_ptr, row, jd, sel, cnt, k, KP)
+                if FLAGS:
+                    _flags_set(flags_ptr, row, jd, sel, start, width, n, BS)
             else:
                 kk = _keys2d(src_ptr, row_off, cols, cols < L, start, end, width, FUSED, BS, BSP)
-                _write_out(out_ptr, row, _sorted_top(tl.reshape(kk, [DT]), KP, DT), k, KP)
+                top = _sorted_top(tl.reshape(kk, [DT]), KP, DT)
+                _write_out(out_ptr, row, top, k, KP)
+                if FLAGS:
+                    _flags_set(flags_ptr, row, tl_key_index(top), (tl.arange(0, KP) < k) & tl_is_candidate(top),
+                               start, width, n, BS)
     else:
         nsg = (L + S - 1) // S
         chunk = tl.maximum((nsg + P - 1) // P, MIN_SG)  # split derived on the device from L
         n_act = (nsg + chunk - 1) // chunk
         if p < n_act:
+            if FLAGS:  # the row's active programs zero one slice of its flags each, before they arrive
+                fper = (n + 1 + n_act - 1) // n_act
+                _flags_zero(flags_ptr, row, p * fper, tl.minimum(p * fper + fper, n + 1), n, _FZT)
             wbase = row.to(tl.int64) * WROW
             lo = p * chunk
             hi = tl.minimum(lo + chunk, nsg)
@@ -527,18 +566,18 @@ def _hier_kernel(
                 tl.store(ws_ptr + wbase + sg, best, mask=sg < hi)
             tl.debug_barrier()
             if not MULTI:  # one program per row: no counter, no merge (compiled away)
-                _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, row, L, nsg, start, end, width, k,
-                             WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL)
+                _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, start, end, width, k,
+                             WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS)
             else:
                 if n_act == 1:
-                    _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, row, L, nsg, start, end, width, k,
-                                 WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL)
+                    _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, start, end, width, k,
+                                 WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS)
                 else:
                     old = tl.atomic_add(cnt_ptr + row, 1, sem="acq_rel")
                     if old == n_act - 1:
                         tl.debug_barrier()
-                        _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, row, L, nsg, start, end, width, k,
-                                     WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL)
+                        _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, start, end, width, k,
+                                     WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS)
                         tl.store(cnt_ptr + row, 0)  # reset for the next call / graph replay
 
 
@@ -733,7 +772,9 @@ def plan(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, block_s
     raise ValueError(f"algo must be 'hier', 'fold' or 'radix', got {algo!r}")
 
 
-def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs, config):
+def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs, config, flags=None):
+    """``flags``: a ``uint8 [rows, n + 1]`` tensor the hier kernel zeroes and fills (the flags contract);
+    the other algorithms leave it to :func:`dsa_lab.flags_triton.candidate_flags_triton`."""
     facts = _impl.facts_for(src)
     cfg = plan(rows, n, k, facts, fused=fused, block_size=bs, **(config or {}))
     dev = src.device
@@ -741,11 +782,15 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
         out = torch.empty((rows, k), dtype=torch.int32, device=dev)
     if rows == 0:
         return out
+    if flags is not None and (len_mode != 2 or flags.shape != (rows, n + 1) or flags.dtype != torch.uint8
+                              or not flags.is_contiguous()):
+        raise ValueError(f"flags must be a contiguous uint8 [{rows}, {n + 1}] tensor of a candidate-block call")
     if cfg["algo"] == "radix":
         from . import select_radix_triton as radix
 
-        return radix._launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, bs, cfg["tile"],
-                             cfg["num_warps"], cfg["compact"], cfg["split"], cfg["parallel"], cfg["short"])
+        radix._launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, bs, cfg["tile"],
+                      cfg["num_warps"], cfg["compact"], cfg["split"], cfg["parallel"], cfg["short"])
+        return _separate_flags(out, flags, width, start_t, bs, rr)
     dummy = out
     lens = len_t if len_t is not None else dummy
     starts = start_t if start_t is not None else dummy
@@ -756,11 +801,11 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
         ws = torch.empty((rows * wrow,), dtype=torch.int64, device=dev)
         cnt = _counters(dev, rows) if P > 1 else dummy
         _hier_kernel[(rows, P)](
-            src, stride, lens, starts, out, ws, cnt, n, width, k, P,
+            src, stride, lens, starts, out, ws, cnt, flags if flags is not None else dummy, n, width, k, P,
             MULTI=P > 1, RR=rr, KP=KP, G1=cfg["G1"], G2=cfg["G2"], NSG=cfg["NSG"], NT=cfg["NT"], SB=cfg["SB"],
             KC=cfg["KC"], DT=cfg["DT"], MIN_SG=cfg["MIN_SG"], WROW=wrow,
             LEN_MODE=len_mode, HAS_START=start_t is not None, FUSED=fused, BS=bs, BSP=_np2(bs),
-            RSEL=cfg["rsel"], num_warps=cfg["num_warps"],
+            RSEL=cfg["rsel"], FLAGS=flags is not None, num_warps=cfg["num_warps"],
         )
         return out
     CAP = cfg["CAP"]
@@ -777,7 +822,16 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
         LEN_MODE=len_mode, HAS_START=start_t is not None, FUSED=fused, BS=bs, BSP=_np2(bs),
         num_warps=cfg["num_warps"],
     )
-    return out
+    return _separate_flags(out, flags, width, start_t, bs, rr)
+
+
+def _separate_flags(ids, flags, width, start_t, bs, rr):
+    """Flags by their own kernel, for the algorithms that do not write them (radix, fold)."""
+    if flags is not None:
+        from .flags_triton import fill_flags_triton
+
+        fill_flags_triton(ids, flags, width, start_t, bs, rr)
+    return ids
 
 
 def topk_select_triton(scores, k, lengths=None, row_repeat=1, out=None, *, config=None):
@@ -816,7 +870,8 @@ def fusable(topk_blocks: int, block_size: int) -> bool:
 
 
 def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=None, block_size=8,
-                                   row_repeat=1, out=None, *, fused=None, config=None):
+                                   row_repeat=1, out=None, *, fused=None, config=None, with_flags=False,
+                                   flags_out=None):
     """Triton arm of :func:`dsa_lab.select_candidate_blocks` (arguments validated there).
 
     ``fused=True``: one kernel reads each row's live logits once, forms block maxima on the fly
@@ -830,22 +885,34 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
     which a rule from shapes (the width, not the live extent) cannot tell apart.  Both read the bounds on
     the device only.
 
-    Returns int32 ``[rows, topk_blocks]`` block ids (rank order), ``-1`` tail; every slot written.
+    ``with_flags=True``: also the candidate flags (``uint8 [rows, nblocks + 1]``, the contract of
+    :func:`dsa_lab.candidate_flags`), returned as ``(ids, flags)``.  The hier kernel zeroes and writes them in
+    the same launch (each row's programs zero a slice of its flags before they arrive; the program that
+    finishes the row sets the selected bytes), so no memset and no flags launch; the radix path runs the flags
+    kernel after it.
+
+    Returns int32 ``[rows, topk_blocks]`` block ids (any order), ``-1`` tail; every slot written.
     """
     rows, width = logits.shape
     bs = int(block_size)
     nblocks = -(-width // bs)
+    flags = None
+    if with_flags:  # flags_out: a given tensor to write (tests poison it); every byte is written
+        flags = flags_out if flags_out is not None else torch.empty((rows, nblocks + 1), dtype=torch.uint8,
+                                                                    device=logits.device)
     if nblocks == 0:
         res = out if out is not None else torch.empty((rows, topk_blocks), dtype=torch.int32, device=logits.device)
         res.fill_(-1)
-        return res
+        return (res, flags.zero_()) if with_flags else res
     if fused is None:
         fused = False  # measured: see the docstring; fused=True + algo radix raises in plan()
     if fused:
-        return _launch(logits, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
-                       2, True, bs, config)
+        ids = _launch(logits, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
+                      2, True, bs, config, flags)
+        return (ids, flags) if with_flags else ids
     from .scores_triton import block_scores_triton
 
     sc = block_scores_triton(logits, row_ends, row_starts, bs, row_repeat, fill_dead=False)  # read < extent only
-    return _launch(sc, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
-                   2, False, bs, config)
+    ids = _launch(sc, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
+                  2, False, bs, config, flags)
+    return (ids, flags) if with_flags else ids

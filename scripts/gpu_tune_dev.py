@@ -18,6 +18,8 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
 * ``H`` the default dispatch after v3.4 / v2.2 (k = 2048 / 512: parallel radix with short rows whole in one
   program at fewer rows than SMs, v3.0 or hier with radix-select stages beyond) against v3.0 and hier; k = 64
   few rows with hier's group 4.
+* ``I`` k = 64 full stage with flags: the select kernel writing the flags (``with_flags=True``) against the
+  separate flags kernel, fused and unfused, 1-640 rows at 4K-256K; flags checked byte for byte.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -138,6 +140,11 @@ def points(section):
         for ctx in (16384, 65536, 262144):
             for conc, nn in ((1, 1), (32, 1)):
                 pts.append(("select", ctx, conc, nn, 64, "normal", var))
+    elif section == "I":  # full stage with flags: flags written by the select kernel vs the separate flags kernel
+        var = {"sep_unfused": None, "fold_unfused": None, "sep_fused": None, "fold_fused": None}
+        for ctx in (4096, 16384, 65536, 262144):
+            for conc, nn in ((1, 1), (8, 1), (32, 5), (128, 5)):
+                pts.append(("full", ctx, conc, nn, 64, "normal", var))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts
@@ -150,6 +157,17 @@ def make_fn(stage, inp, k, name, cfg, out):
             return lambda: topk_select(sc, k, lengths=L, impl="triton", out=out)
         return lambda: topk_select_triton(sc, k, L, 1, out, config=cfg)
     x, E = inp["logits"], inp["ends"]
+    if name.startswith(("sep_", "fold_")):  # ids + flags (section I)
+        fused = name.endswith("_fused")
+        if name.startswith("fold_"):
+            return lambda: select_candidate_blocks_triton(x, E, k, None, BLOCK_SIZE, 1, out, fused=fused,
+                                                          with_flags=True)
+        from dsa_lab.flags_triton import candidate_flags_triton
+
+        def sep():
+            ids = select_candidate_blocks_triton(x, E, k, None, BLOCK_SIZE, 1, out, fused=fused)
+            return ids, candidate_flags_triton(ids, x.shape[1], None, BLOCK_SIZE, 1)
+        return sep
     if name.startswith("unfused"):
         return lambda: select_candidate_blocks_triton(x, E, k, None, BLOCK_SIZE, 1, out, fused=False, config=cfg)
     return lambda: select_candidate_blocks_triton(x, E, k, None, BLOCK_SIZE, 1, out, fused=True, config=cfg)
@@ -201,10 +219,16 @@ def main():
             fn = make_fn(stage, inp, k, name, cfg, out)
             out.fill_(POISON)
             try:
-                fn()
+                got = fn()
                 if dev == "cuda":
                     torch.cuda.synchronize()
                 nbad, msg = compare(out, ref)
+                if isinstance(got, tuple) and not nbad:  # flags: every byte against the contract of the reference ids
+                    from dsa_lab.flags import candidate_flags_torch
+
+                    want = candidate_flags_torch(ref, inp["logits"].shape[1], None, BLOCK_SIZE, 1)
+                    nbad = int((got[1] != want).any(dim=1).sum())
+                    msg = "flags differ" if nbad else msg
                 checks[name] = "ok" if not nbad else f"mismatch {nbad}/{p.rows}: {msg[:120]}"
             except Exception as e:  # a variant that fails to compile/run is recorded, not fatal
                 checks[name] = f"error {type(e).__name__}: {str(e)[:160]}"

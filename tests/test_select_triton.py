@@ -182,6 +182,51 @@ def test_candidate_blocks_match_reference(path, cfg, fused, fresh_seed):
     assert_same_sets(out, ref, f"{path} fused={fused} seed={fresh_seed}")
 
 
+# (name, config, fused): the block paths fused and unfused, and the radix paths (unfused only: no fused form)
+FLAG_PATHS = [(n, c, f) for n, c in BLOCK_PATHS for f in (True, False)] + [
+    ("radix_parallel_short", {"algo": "radix", "parallel": True, "split": 2, "short": 30}, False),
+    ("radix_full_pass", {"algo": "radix"}, False)]
+
+
+@pytest.mark.parametrize("path,cfg,fused", FLAG_PATHS, ids=[f"{p[0]}-{'fused' if p[2] else 'unfused'}" for p in FLAG_PATHS])
+@pytest.mark.parametrize("k", [1, 24, 100])
+def test_candidate_blocks_with_flags(path, cfg, fused, k, fresh_seed):
+    """with_flags=True: ids and flags in one call (the hier kernel zeroes and writes the flags in its own launch;
+    radix / fold run the flags kernel after).  Flags poisoned first; every byte must equal the flags contract
+    (sentinel slot included: ends past the width and non-zero starts) of the reference ids."""
+    from dsa_lab.flags import candidate_flags_torch
+
+    gen = torch.Generator().manual_seed(fresh_seed)
+    rows, width, bs, rr = 6, 700, 8, 2
+    x = torch.randn(rows, width, generator=gen)
+    x[torch.rand(rows, width, generator=gen) < 0.03] = NAN
+    ends = torch.tensor([700, 1500, 333])
+    starts = torch.tensor([0, 130, 50])
+    ref = topk_select_reference(block_scores_torch(x, ends, starts, bs, rr), k)
+    out = poisoned(rows, k, "cpu")
+    fl = torch.full((rows, -(-width // bs) + 1), 0xAB, dtype=torch.uint8)
+    ids, got = st.select_candidate_blocks_triton(x, ends, k, starts, bs, rr, out, fused=fused, config=cfg,
+                                                 with_flags=True, flags_out=fl)
+    assert_same_sets(ids, ref, f"{path} fused={fused} k={k} seed={fresh_seed}")
+    want = candidate_flags_torch(ref, width, starts, bs, rr)
+    bad = (got != want).nonzero()
+    assert got is fl and not len(bad), f"{path} fused={fused} k={k}: first bad (row, slot) {bad[:3].tolist()}"
+
+
+def test_candidate_blocks_with_flags_public_api(fresh_seed):
+    """dsa_lab.select_candidate_blocks(with_flags=True) on every arm equals candidate_flags of its own ids;
+    a non-bool with_flags is a TypeError naming it."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    x = torch.randn(3, 900, generator=gen)
+    ends = torch.tensor([900, 400, 0])
+    for impl in ("triton", "triton_fused", "torch", "reference"):
+        ids, fl = dsa_lab.select_candidate_blocks(x, ends, 16, block_size=8, impl=impl, with_flags=True)
+        assert torch.equal(fl, dsa_lab.candidate_flags(ids, 900, block_size=8, impl="torch")), impl
+        assert fl[2].sum() == 0
+    with pytest.raises(TypeError, match="with_flags"):
+        dsa_lab.select_candidate_blocks(x, ends, 16, with_flags=1)
+
+
 @pytest.mark.parametrize("bs", [1, 3, 64])
 def test_candidate_blocks_block_sizes(bs, fresh_seed):
     gen = torch.Generator().manual_seed(fresh_seed)
@@ -286,6 +331,44 @@ def test_gpu_candidate_blocks_graph_capture_replay_with_new_ends(impl):
     _capture_replay(lambda: dsa_lab.select_candidate_blocks(x, ends, k, impl=impl, out=out), ends,
                     ([4096] * 8, [262144, 1, 0, 65536, 16384, 300000, 9, 100000]),
                     lambda: topk_select_reference(block_scores_torch(x, ends, None, 8, 1), k), out)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("impl,k,rows", [("triton", 64, 8), ("triton_fused", 64, 8), ("triton", 64, 300),
+                                         ("triton", 512, 8), ("triton", 512, 300)])
+def test_gpu_candidate_blocks_with_flags_graph_replay(impl, k, rows):
+    """ids + flags in one captured call (hier: flags zeroed and written by the select kernel; k = 512 at 8 rows:
+    the parallel radix, then the flags kernel), replayed with new ends; ids and every flags byte poisoned first."""
+    from dsa_lab.flags import candidate_flags_torch
+
+    width = 262144
+    x = torch.randn(rows, width, device="cuda")
+    ends = torch.full((rows,), 4096, dtype=torch.int32, device="cuda")
+    out = torch.empty((rows, k), dtype=torch.int32, device="cuda")
+    res = {}
+
+    def call():
+        res["r"] = dsa_lab.select_candidate_blocks(x, ends, k, impl=impl, out=out, with_flags=True)
+
+    call()
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        call()
+    flags = res["r"][1]
+    gen = torch.Generator().manual_seed(5)
+    for rep in range(3):
+        vals = torch.randint(0, width + 5000, (rows,), generator=gen, dtype=torch.int32)
+        vals[0] = 0 if rep == 0 else vals[0]
+        ends.copy_(vals)
+        out.fill_(POISON)
+        flags.fill_(0xAB)
+        g.replay()
+        torch.cuda.synchronize()
+        ref = topk_select_reference(block_scores_torch(x, ends, None, 8, 1), k)
+        assert_same_sets(out, ref, f"replay {rep}")
+        bad = (flags != candidate_flags_torch(ref, width, None, 8, 1)).nonzero()
+        assert not len(bad), f"replay {rep}: first bad (row, slot) {bad[:3].tolist()}"
 
 
 @pytest.mark.gpu
