@@ -30,16 +30,19 @@ digit's histogram, then one pass that writes every column above the threshold bi
 the bin's columns (in column order) to a per-row scratch list; the later digits work on that list,
 which is short for continuous values (all of the row when every value ties, as in the other kernel).
 
-:func:`_radix_par_kernel` (``parallel=True``, v3.3, experimental and not yet timed on a GPU) splits every
-digit pass over the row's programs: five launches, per-program histograms summed by every program of the next
-launch, no atomics.
+:func:`_radix_par_kernel` (``parallel=True``, v3.3) splits every digit pass over the row's programs: five launches,
+per-program histograms summed by every program of the next launch, no atomics; with ``short`` (v3.4) rows of at
+most that many live columns are selected whole by one program in the first launch (:func:`_radix_row`, the v3.0
+algorithm) and skipped by the others.
 
-Status (2026-11-29): the full-pass kernel (v3.0) is the default of ``impl="triton"`` for k > 512
-(``select_triton.RADIX_MIN_KP``, ``RADIX_DEFAULT``) since commit 2f0cd15: measured faster than the hier kernel at
-every k = 2048 point and robust to tied values; recorded fuzz and matrix 0 mismatches at that commit.  The
-compacting (v3.1) and split (v3.2) forms were measured faster on continuous values at 256K but 1.7-11x slower on
-tied / shifted values (``data/h200/tune_dev/``); v3.3 is unmeasured.  All are correct under the interpreter
-(tests/test_select_radix.py, the same reference and poisoning as every arm).  ROCm: unverified.
+Status (2026-11-29): the default of ``impl="triton"`` (``select_triton.default_algo`` / ``plan``) for k > 512, and
+for k = 257-512 at fewer rows than SMs: v3.4 (parallel, ``short = RADIX_SHORT``) when the call gives several programs
+per row, v3.0 otherwise.  Measured on the H200 (``data/h200/tune_dev/tune_dev_F.csv`` / ``_H.csv``, the sweep at
+d515559): 1 x 256K, k = 2048: 25 µs (v3.0 170, torch 62); short rows pay ~8 µs of skipped launches (4K / 16K, k = 2048:
+13.8 vs v3.0's 5.9 µs).  Recorded fuzz and matrix 0 mismatches at eee489c.  The compacting (v3.1) and split (v3.2)
+forms were faster on continuous values at 256K but 1.7-11x slower on tied / shifted values; they stay for A/B.  All
+are correct under the interpreter (tests/test_select_radix.py, the same reference and poisoning as every arm).
+ROCm: unverified.
 """
 from __future__ import annotations
 

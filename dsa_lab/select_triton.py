@@ -8,26 +8,33 @@ graph and a replay with other lengths is exact.  Columns at or past a row's live
 loaded.  Each column is packed with its score into one int64 key (:mod:`dsa_lab.keys_triton`; masked
 lanes get ``PAD_KEY``), so one top-k yields scores and ids together and ties need no special case.
 
-Algorithms (``config={"algo": ...}``; :func:`default_algo` picks by k alone: radix for k > 512, else hier):
+Algorithms (``config={"algo": ...}``; :func:`default_algo` picks from shapes only: k > 512 → radix; k = 257-512 →
+radix when the call has fewer rows than SMs (several radix programs per row, :func:`split_programs`), else hier;
+smaller k → hier):
 
-* ``"hier"`` (v2, default for k <= 512) — exact top-k by nested group maxima, :func:`_hier_kernel`.  Columns form
-  aligned level-1 groups of ``G1`` and super groups of ``S = G1*G2``.  The top-KP keys lie in the
-  top-KP level-1 groups ranked by their best key (a group holding one of them has a best key at or
+* ``"hier"`` (v2, default for k <= 256, and for k <= 512 at as many rows as SMs) — exact top-k by nested group
+  maxima, :func:`_hier_kernel`.  Columns form aligned level-1 groups of ``G1`` and super groups of
+  ``S = G1*G2``.  The top-KP keys lie in the top-KP level-1 groups ranked by their best key (a group holding one of them has a best key at or
   above the KP-th key, and at most KP groups do), and those lie in the top-KP super groups.  So:
   (A) the row is streamed once, by up to ``P`` programs, each writing one best key per super group to
   a workspace; (B) top-KP super groups; (C) their level-1 maxima, top-KP of those; (D) top-KP of
   those groups' columns.  B-D are three bitonic ``tl.topk`` over ``KP * 8`` keys for k <= 64, whatever
   the live extent is, and re-read at most ``KP * S`` columns; the work does not depend on the values.
   Rows with a live extent of at most ``DT`` columns take one direct ``tl.topk`` instead.  With several
-  programs per row, the last to arrive (acq_rel counter per row, reset by it) runs B-D.
+  programs per row, the last to arrive (acq_rel counter per row, reset by it) runs B-D.  ``RSEL`` (v2.2, default
+  from KP = 512: :data:`HIER_RSEL_MIN_KP`): every top-k is a register radix select (:func:`_reg_select`) instead.
+  ``FLAGS``: the kernel also zeroes and writes the row's candidate flags (``with_flags=True``).
 * ``"fold"`` (v1) — every program keeps a sorted running top-KP over its tiles (``tl.topk`` of a
   tile, then ``sort(max(top, flip(tile_top)))``), and the last program merges the per-program lists:
   a lower bound of the k-th key filters them, a prefix sum compacts the survivors into a CAP-slot
   scratch, one ``tl.topk`` finishes (or, past CAP survivors, every list is folded in turn).  Its
   bitonic work grows with the live extent; kept for A/B timing (``notes/select_kernel.md``).
 * ``"radix"`` (v3, :mod:`dsa_lab.select_radix_triton`) — histogram select, no sort: the default for
-  ``next_pow2(k) >= RADIX_MIN_KP`` (1024: k > 512), in its full-pass form (:data:`RADIX_DEFAULT`), where the
-  hier kernel's bitonic stages grow with KP (measured, ``notes/select_kernel.md``).
+  ``next_pow2(k) >= RADIX_MIN_KP`` (1024: k > 512), where the hier kernel's bitonic stages grow with KP, and from
+  :data:`RADIX_PAR_MIN_KP` (512) when the call has fewer rows than SMs.  With several programs per row it is the
+  parallel form (v3.4: every digit pass split over the row's programs, five launches; rows of at most
+  :data:`RADIX_SHORT` live columns selected whole by one program, decided on the device), else the full-pass form
+  (v3.0, :data:`RADIX_DEFAULT`).  Measured, ``notes/select_kernel.md``.
 
 ``tl.topk`` is always given at least ``KP = next_pow2(k)`` (>= 2) keys: with fewer it returned wrong
 results on the GPU (DESIGN §6).

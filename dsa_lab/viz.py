@@ -741,12 +741,15 @@ def split_rule_rows(sm_count: int, rows_list=(1, 8, 32, 128, 640), k: int = 64, 
     """The select kernel's launch configuration (:func:`dsa_lab.select_triton.plan`, from shapes and the
     SM count only) for each row count: programs per row ``P``, the grid, and every other field the plan
     returns (tile / group sizes, merge capacity, the direct-top-k threshold ...)."""
-    from .select_triton import plan
+    from .select_triton import plan, split_programs
 
     out = []
     for rows in rows_list:
         cfg = plan(rows, nblocks, k, {"sm_count": sm_count}, **plan_kw)
         P = cfg.get("P", 1)
+        if cfg.get("algo") == "radix" and cfg.get("parallel"):  # the parallel radix sizes P as the launcher does
+            P = (split_programs(rows, nblocks, sm_count, cfg.get("tile") or 1024)
+                 if cfg.get("split") in (None, True, False) else max(1, int(cfg["split"])))
         out.append({"rows": rows, "k": k, "P": P, "grid": rows * P,
                     **{key: v for key, v in cfg.items() if key not in ("P",)}})
     return out

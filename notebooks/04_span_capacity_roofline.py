@@ -102,7 +102,7 @@ print(proofs.format_table(viz.radix_dev_rows(radix[0])) if radix[0] else "NO REC
 # over the row, `r31` two passes over the row then the threshold bin's list (`r31_t4096`: wider tiles), `r32` the
 # row split over programs (two launches). The compacting and split forms win on continuous values at 256K, but
 # when values tie or share their top digit (`equal`, `shifted`: a list as long as the row) they lose up to 2x —
-# and a dispatch rule sees shapes, not values. So `impl="triton"` now takes **`r30` for k > 512**
+# and a dispatch rule sees shapes, not values. So `impl="triton"` took **`r30` for k > 512**
 # (`select_triton.RADIX_MIN_KP = 1024`) and hier below, where hier won at 4K and 256K and tied at 64K (k = 512).
 
 # %%
@@ -112,12 +112,34 @@ if tuneA[0]:
     print(proofs.format_table(viz.variant_rows(tuneA[0], ["torch", "hier", "r30", "r31", "r31_t4096", "r32"], k=2048)))
 
 # %% [markdown]
-# The recorded sweep at that commit meets the k = 2048 median target (README "Results") but not everywhere: at 256K
-# one program per row still streams 32768 keys about six times and stays slower than torch (the `r30` and `torch`
-# columns above; torch splits a row over many blocks). Every digit pass split over programs — one launch per
-# digit, each program summing the per-program histograms — is written (`parallel=True`, v3.3) and checked under
-# the interpreter, but not yet timed on a GPU, so it is not the default (`notes/select_kernel.md`).
-#
+# The sweep recorded with that dispatch met the k = 2048 median target but not everywhere: at 256K one program per
+# row still streamed 32768 keys about six times (170 µs at 1 row; torch 62). Splitting *every* digit pass over the
+# row's programs — one launch per digit, each program summing the per-program histograms of the launch before, no
+# atomics (`parallel=True`, v3.3) — was then timed (section F): 1 x 256K in 24 µs, but on short rows its five
+# launches cost more than v3.0's whole row (`r33` vs `r30` at 16K).
+
+# %%
+tuneF = viz.load_records("tune_dev/tune_dev_F")
+print(viz.record_label(tuneF[1], tuneF[2]) if tuneF[0] else "NO RECORD")
+if tuneF[0]:
+    print(proofs.format_table(viz.variant_rows(tuneF[0], ["torch", "hier", "rsel", "r30", "r33"], dist="normal")))
+
+# %% [markdown]
+# So the dispatch (`select_triton.plan`) became, from shapes only: for k > 512, and for k = 257-512 when the call
+# has fewer rows than SMs, the radix select — **split over programs (v3.4)** when the plan gives several programs
+# per row, where a row of at most `RADIX_SHORT` live columns (read on the device) is selected whole by one program in
+# the first launch and skipped by the others; v3.0 otherwise. Section H timed that default against v3.0: the long
+# rows gain 2-7x, the short ones pay ~8 µs of skipped launches (13.7 vs 5.9 µs at 4K and 16K) — still ~4x faster
+# than torch. The hier kernel's own stages can also take a register radix select instead of a bitonic top-k
+# (`rsel`, section G): slower at k = 64, faster at k = 512 with many rows, so it is on from k = 512.
+
+# %%
+tuneH = viz.load_records("tune_dev/tune_dev_H")
+print(viz.record_label(tuneH[1], tuneH[2]) if tuneH[0] else "NO RECORD")
+if tuneH[0]:
+    print(proofs.format_table(viz.variant_rows(tuneH[0], ["torch", "default", "r30", "hier"], stage="select")))
+
+# %% [markdown]
 # ## Fused or unfused: measured, not assumed
 #
 # The fused kernel reads each row's logits once and never writes block scores; the unfused composition writes
@@ -135,6 +157,20 @@ tuneE = viz.load_records("tune_dev/tune_dev_E")
 print(viz.record_label(tuneE[1], tuneE[2]) if tuneE[0] else "NO RECORD")
 if tuneE[0]:
     print(proofs.format_table(viz.variant_rows(tuneE[0], ["torch", "fused_nw4", "fused_nw8", "unfused"], stage="full")))
+
+# %% [markdown]
+# Flags (`candidate_flags`) can be written by the select kernel itself (`select_candidate_blocks(with_flags=True)`:
+# each of a row's programs zeroes a slice of its flags before it arrives, the program that finishes the row sets
+# the chosen bytes — no memset, no flags launch). Section I timed both with every flags byte checked; it was cut by
+# its time box after three 4K points, all faster folded, so the sweep's `full` arms take the flags that way. In the
+# recorded sweep the fused arm then turned out much slower at 640 rows than before (`notes/select_kernel.md`): the
+# fused-over-default ratios below include that.
+
+# %%
+tuneI = viz.load_records("tune_dev/tune_dev_I")
+print(viz.record_label(tuneI[1], tuneI[2]) if tuneI[0] else "NO RECORD")
+if tuneI[0]:
+    print(proofs.format_table(viz.variant_rows(tuneI[0], ["torch", "sep_unfused", "fold_unfused", "sep_fused", "fold_fused"], stage="full")))
 
 # %% [markdown]
 # The recorded sweep, final kernels: the fused arm's time over the default (unfused) arm's, per context.

@@ -1,6 +1,6 @@
 """Dev measurement (H200): choose the dispatch of ``impl="triton"`` from measured variants.
 
-    DSA_LAB_COMMIT=... python3 scripts/gpu_tune_dev.py --section A|B|C [--check-only] [--out DIR] [--max-s S]
+    DSA_LAB_COMMIT=... python3 scripts/gpu_tune_dev.py --section A..J [--check-only] [--out DIR] [--max-s S]
 
 Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``full_stage_inputs``):
 
@@ -20,6 +20,9 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
   few rows with hier's group 4.
 * ``I`` k = 64 full stage with flags: the select kernel writing the flags (``with_flags=True``) against the
   separate flags kernel, fused and unfused, 1-640 rows at 4K-256K; flags checked byte for byte.
+* ``J`` prepared for the next session: fused / unfused full stage with in-kernel flags vs the flags kernel at
+  160-640 rows; the parallel radix with P forced to 2 / 4 at 128-640 rows x 256K (k = 2048 / 512); hier groups of 4
+  at k = 64, few rows.  Run ``--check-only`` in a parallel process first (compiles), then the timed pass.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -145,6 +148,23 @@ def points(section):
         for ctx in (4096, 16384, 65536, 262144):
             for conc, nn in ((1, 1), (8, 1), (32, 5), (128, 5)):
                 pts.append(("full", ctx, conc, nn, 64, "normal", var))
+    elif section == "J":  # open points left by the fourth session (prepared, not yet run)
+        # the fused arm with flags at many rows: in-kernel flags vs the flags kernel, in one process
+        fvar = {"sep_unfused": None, "fold_unfused": None, "sep_fused": None, "fold_fused": None}
+        for ctx in (16384, 262144):
+            for conc, nn in ((32, 5), (128, 5)):
+                pts.append(("full", ctx, conc, nn, 64, "normal", fvar))
+        # large k at 256K with 128-640 rows: the parallel radix with P forced to 2 / 4 (the plan gives 1 there)
+        r34 = {"algo": "radix", "parallel": True, "short": 4096}
+        var = {"default": None, "r34_p2": {**r34, "split": 2}, "r34_p4": {**r34, "split": 4}}
+        for k in (2048, 512):
+            for conc, nn in ((32, 4), (32, 5), (128, 5)):
+                pts.append(("select", 262144, conc, nn, k, "normal", var))
+        # k = 64 few rows: hier with groups of 4 (section H ran out of time before these)
+        gvar = {"default": None, "hier_g4": {"algo": "hier", "group": 4}}
+        for ctx in (16384, 65536, 262144):
+            for conc, nn in ((1, 1), (32, 1)):
+                pts.append(("select", ctx, conc, nn, 64, "normal", gvar))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts

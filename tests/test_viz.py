@@ -220,6 +220,9 @@ def test_split_rule_rows():
     t = viz.split_rule_rows(132, rows_list=(1, 640))
     assert t[0]["rows"] == 1 and t[0]["P"] >= t[1]["P"] >= 1
     assert t[1]["grid"] == 640 * t[1]["P"]
+    r = viz.split_rule_rows(132, rows_list=(1, 640), k=2048)  # the parallel radix at 1 row: 32 programs
+    assert (r[0]["algo"], r[0]["parallel"], r[0]["P"], r[0]["grid"]) == ("radix", True, 32, 32)
+    assert (r[1]["parallel"], r[1]["P"], r[1]["grid"]) == (False, 1, 640)
 
 
 def test_static_figures(tmp_path):
