@@ -408,8 +408,9 @@ def step_section(rows, meta, path, itl_ms: float, layers: int, h: str) -> str:
                       pct(up and up["median_us"])])
     text = [f"{h} Decode indexer step breakdown (issue 5)\n", provenance(meta, rows, path),
             "Per-stage CUDA-graph medians of this package's path (`triton` arm: producer → bounded sanitize → "
-            "bounded scores → select → flags; `candidates` = `select_candidate_blocks(impl=\"triton\")` + flags, the "
-            "logits → ids → flags path as the package dispatches it; `step` = the whole "
+            "bounded scores → select → flags; `candidates` = `select_candidate_blocks(impl=\"triton\", with_flags=True)`, "
+            "the logits → ids + flags path as the package dispatches it (flags written by the select kernel); "
+            "`step` = the whole "
             "chain in one graph) and of the upstream composition around the same producer (`torch` arm: full-width "
             "sanitize, padded scores, torch.topk, store, flags).\n",
             table(hdr, body),

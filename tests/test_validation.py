@@ -56,6 +56,7 @@ TABLE = [
     ("scores: row_repeat not dividing", lambda: dsa_lab.block_scores(LG, E[:1], row_repeat=3), ValueError, "row_repeat=3 does not divide rows=4"),
     ("candidates: topk_blocks 0", lambda: dsa_lab.select_candidate_blocks(LG, E, 0), ValueError, "topk_blocks must be >= 1"),
     ("candidates: out wrong shape", lambda: dsa_lab.select_candidate_blocks(LG, E, 8, out=torch.empty(4, 4, dtype=torch.int32)), ValueError, "out must have shape"),
+    ("candidates: with_flags not a bool", lambda: dsa_lab.select_candidate_blocks(LG, E, 8, with_flags=1), TypeError, "with_flags must be a bool"),
     ("candidates: impl triton_fused past the fused kernel's shapes", lambda: dsa_lab.select_candidate_blocks(LG, E, 2048, impl="triton_fused"), ValueError, "topk_blocks=2048, block_size=8"),
     # candidate_flags
     ("flags: candidates float", lambda: dsa_lab.candidate_flags(C.float(), 256), TypeError, "candidates must have dtype"),
