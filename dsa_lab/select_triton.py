@@ -384,9 +384,12 @@ def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, s
                  WROW: tl.constexpr, NSG: tl.constexpr, KP: tl.constexpr, G1: tl.constexpr, G2: tl.constexpr,
                  SB: tl.constexpr, KC: tl.constexpr,
                  FUSED: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, RSEL: tl.constexpr,
-                 FLAGS: tl.constexpr):
+                 FLAGS: tl.constexpr, NOA: tl.constexpr):
     """Stages B-D for one row whose super-group maxima are in the workspace (``FLAGS``: and the row's flags,
     already zeroed by the row's programs).
+
+    ``NOA`` (no stage A): the row has at most KP super groups (``nsg <= KP``), so every one of them is chosen and
+    B needs no maxima; C forms the level-1 maxima from the columns themselves (fused: from the logits).
 
     ``RSEL``: every top-k is the register radix select (:func:`_reg_select`) instead of ``tl.topk``; the
     chosen groups are compacted in column order through the row's workspace (B: super group ids at
@@ -399,7 +402,9 @@ def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, s
     l1all_base = l1_base + KP * G2  # fused: every level-1 group's best key, written by stage A
     # B: top-KP super groups by their best key
     jk = tl.arange(0, KP)
-    if RSEL:
+    if NOA:
+        sg = tl.where(jk < nsg, jk, -1).to(tl.int64)  # every super group, in column order
+    elif RSEL:
         sg = tl.where(jk < nsg, jk, -1).to(tl.int64)  # short rows: every super group, in column order
         if nsg > KP:
             if NSG <= SB:  # one register tile: radix select, compacted in column order
@@ -427,11 +432,11 @@ def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, s
             for s0 in range(SB, nsg, SB):
                 x = tl.load(ws_ptr + wbase + s0 + jb, mask=s0 + jb < nsg, other=_PAD, cache_modifier=".cg")
                 top = _fold(top, _sorted_top(x, KP, SB))
-    if not RSEL:
+    if not RSEL and not NOA:
         sg = tl.where(top != _PAD, tl_key_index(top) // S, -1)
     js = tl.arange(0, S)
     # C: level-1 maxima (G1 columns each) inside the chosen super groups
-    if FUSED:  # stage A stored every level-1 best key: gather KP*G2 of them, no logits re-read
+    if FUSED and not NOA:  # stage A stored every level-1 best key: gather KP*G2 of them, no logits re-read
         j2 = tl.arange(0, G2)
         l1 = tl.load(ws_ptr + l1all_base + sg[:, None] * G2 + j2[None, :], mask=sg[:, None] >= 0,
                      other=_PAD, cache_modifier=".cg")
@@ -446,7 +451,7 @@ def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, s
         tl.debug_barrier()
         jc = tl.arange(0, KC)
         jl = tl.arange(0, KC * G2)
-        for c0 in range(0, KP, KC):
+        for c0 in range(0, tl.minimum(nsg, KP), KC):  # chunks past the row's super groups hold no column
             g = tl.load(ws_ptr + ids_base + c0 + jc, cache_modifier=".cg")
             cols = g[:, None] * S + js[None, :]
             valid = (g[:, None] >= 0) & (cols < L)
@@ -454,7 +459,8 @@ def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, s
             m1 = tl.max(tl.reshape(kk, [KC * G2, G1]), axis=1)
             tl.store(ws_ptr + l1_base + c0 * G2 + jl, m1)
         tl.debug_barrier()
-        l1 = tl.load(ws_ptr + l1_base + tl.arange(0, KP * G2), cache_modifier=".cg")
+        jall = tl.arange(0, KP * G2)
+        l1 = tl.load(ws_ptr + l1_base + jall, mask=jall < nsg * G2, other=_PAD, cache_modifier=".cg")
     jg = tl.arange(0, G1)
     if RSEL:
         gid = tl.reshape(sg[:, None] * G2 + tl.arange(0, G2)[None, :], [KP * G2])  # level-1 ids, column order
@@ -500,7 +506,7 @@ def _hier_kernel(
     NSG: tl.constexpr, NT: tl.constexpr, SB: tl.constexpr, KC: tl.constexpr, DT: tl.constexpr,
     MIN_SG: tl.constexpr, WROW: tl.constexpr,
     LEN_MODE: tl.constexpr, HAS_START: tl.constexpr, FUSED: tl.constexpr,
-    BS: tl.constexpr, BSP: tl.constexpr, RSEL: tl.constexpr, FLAGS: tl.constexpr,
+    BS: tl.constexpr, BSP: tl.constexpr, RSEL: tl.constexpr, FLAGS: tl.constexpr, SHORTC: tl.constexpr,
 ):
     """Exact top-k by nested group maxima.
 
@@ -541,6 +547,15 @@ def _hier_kernel(
                 if FLAGS:
                     _flags_set(flags_ptr, row, tl_key_index(top), (tl.arange(0, KP) < k) & tl_is_candidate(top),
                                start, width, n, BS)
+    elif SHORTC and (L + S - 1) // S <= KP:
+        # short chain: at most KP super groups, all chosen, so stage A (its stream, the arrival) buys nothing;
+        # program 0 runs C-D over the row alone
+        if p == 0:
+            if FLAGS:
+                _flags_zero(flags_ptr, row, 0, n + 1, n, _FZT)
+                tl.debug_barrier()
+            _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, (L + S - 1) // S, start, end,
+                         width, k, WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, True)
     else:
         nsg = (L + S - 1) // S
         chunk = tl.maximum((nsg + P - 1) // P, MIN_SG)  # split derived on the device from L
@@ -574,17 +589,17 @@ def _hier_kernel(
             tl.debug_barrier()
             if not MULTI:  # one program per row: no counter, no merge (compiled away)
                 _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, start, end, width, k,
-                             WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS)
+                             WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, False)
             else:
                 if n_act == 1:
                     _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, start, end, width, k,
-                                 WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS)
+                                 WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, False)
                 else:
                     old = tl.atomic_add(cnt_ptr + row, 1, sem="acq_rel")
                     if old == n_act - 1:
                         tl.debug_barrier()
                         _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, start, end, width, k,
-                                     WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS)
+                                     WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, False)
                         tl.store(cnt_ptr + row, 0)  # reset for the next call / graph replay
 
 
@@ -664,15 +679,22 @@ def _group(KP: int) -> int:
 HIER_RSEL_MIN_KP: int | None = 512
 
 
+# Rows with at most KP super groups (k = 64: 512 < L <= 4096 columns, 16K-32K context at block size 8) skip stage A:
+# every super group is chosen anyway, so one program runs C-D (no stream of super maxima, no arrival).  Predicted
+# (fifth session): 16K 1 row 10.0 -> ~5.5 µs; to be measured (scripts/gpu_tune_dev.py --section K).
+HIER_SHORT_CHAIN: bool = True
+
+
 def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, block_size: int = 1,
               programs: int | None = None, direct: int | None = None, group: int | None = None,
-              num_warps: int | None = None, rsel: bool | None = None) -> dict:
+              num_warps: int | None = None, rsel: bool | None = None, short_chain: bool | None = None) -> dict:
     """v2 ("hier") launch configuration, from shapes and device facts only.
 
     G1 = G2 = group size (8 for k <= 64: the three bitonic stages then see 512 keys each);
     P programs per row stream stage A, at least MIN_SG super groups (>= 1024 columns) each;
     rows whose live extent is at most DT use one direct top-k.  ``programs``/``direct``/``group``
-    override (tests use them to reach every path at interpreter sizes).
+    override (tests use them to reach every path at interpreter sizes).  ``short_chain`` (default
+    :data:`HIER_SHORT_CHAIN`): rows with at most KP super groups skip stage A (one program runs C-D).
     """
     KP = max(2, _np2(k))
     bsp = _np2(block_size) if fused else 1
@@ -710,8 +732,10 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     nw = num_warps or (4 if (KP <= 128 and fused) else (8 if KP <= 512 else 16))
     if rsel is None:
         rsel = HIER_RSEL_MIN_KP is not None and KP >= HIER_RSEL_MIN_KP
+    if short_chain is None:
+        short_chain = HIER_SHORT_CHAIN
     return dict(algo="hier", P=P, KP=KP, G1=G1, G2=G2, NSG=NSG, NT=NT, SB=SB, KC=KC, DT=DT,
-                MIN_SG=MIN_SG, num_warps=nw, rsel=rsel)
+                MIN_SG=MIN_SG, num_warps=nw, rsel=rsel, short_chain=bool(short_chain))
 
 
 # Rows whose KP = next_pow2(k) is at least this take the radix select (dsa_lab.select_radix_triton) instead of
@@ -812,7 +836,7 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
             MULTI=P > 1, RR=rr, KP=KP, G1=cfg["G1"], G2=cfg["G2"], NSG=cfg["NSG"], NT=cfg["NT"], SB=cfg["SB"],
             KC=cfg["KC"], DT=cfg["DT"], MIN_SG=cfg["MIN_SG"], WROW=wrow,
             LEN_MODE=len_mode, HAS_START=start_t is not None, FUSED=fused, BS=bs, BSP=_np2(bs),
-            RSEL=cfg["rsel"], FLAGS=flags is not None, num_warps=cfg["num_warps"],
+            RSEL=cfg["rsel"], FLAGS=flags is not None, SHORTC=cfg["short_chain"], num_warps=cfg["num_warps"],
         )
         return out
     CAP = cfg["CAP"]

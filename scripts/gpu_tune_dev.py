@@ -23,6 +23,10 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
 * ``J`` prepared for the next session: fused / unfused full stage with in-kernel flags vs the flags kernel at
   160-640 rows; the parallel radix with P forced to 2 / 4 at 128-640 rows x 256K (k = 2048 / 512); hier groups of 4
   at k = 64, few rows.  Run ``--check-only`` in a parallel process first (compiles), then the timed pass.
+* ``K`` fifth session: the short chain (rows of at most KP super groups skip stage A; k = 64 at 16K) against
+  the stage-A chain, select and full stage; the fused full stage at 160-640 rows with 2-8 programs per row and
+  num_warps 4 / 8 (flags in the kernel) beside the flags kernel and the unfused composition; the parallel radix
+  with P forced to 2 / 4 at 128-640 rows x 256K (k = 2048 / 512).
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -165,6 +169,30 @@ def points(section):
         for ctx in (16384, 65536, 262144):
             for conc, nn in ((1, 1), (32, 1)):
                 pts.append(("select", ctx, conc, nn, 64, "normal", gvar))
+    elif section == "K":  # fifth session: the short chain (k = 64, 16K), fused programs per row, large k at 256K
+        sc_off = {"short_chain": False}
+        var = {"default": None, "chain_a": sc_off}
+        for conc, nn in ((1, 1), (8, 1), (32, 1), (32, 5), (128, 5)):
+            pts.append(("select", 16384, conc, nn, 64, "normal", var))
+        for dist in ("equal", "ramp"):
+            pts.append(("select", 16384, 1, 1, 64, dist, var))
+        fvar = {"fold_unfused": None, "fold_unfused_chain_a": sc_off, "fold_fused": None, "fold_fused_chain_a": sc_off}
+        for conc, nn in ((1, 1), (32, 1), (128, 5)):
+            pts.append(("full", 16384, conc, nn, 64, "normal", fvar))
+        # fused at many rows: programs per row (the plan gives 1 from 264 rows on) x num_warps; flags in the kernel
+        # (fold_) vs the flags kernel (sep_)
+        pvar = {"fold_unfused": None, "sep_fused": None, "fold_fused": None}
+        for P in (2, 4, 8):
+            for nw in (4, 8):
+                pvar[f"fold_fused_p{P}_nw{nw}"] = {"algo": "hier", "programs": P, "num_warps": nw}
+        for ctx, conc, nn in ((262144, 128, 5), (262144, 64, 5), (65536, 128, 5), (262144, 32, 5)):
+            pts.append(("full", ctx, conc, nn, 64, "normal", pvar))
+        # large k at 256K with 128-640 rows: the parallel radix with P forced to 2 / 4 (the plan gives 1-2 there)
+        r34 = {"algo": "radix", "parallel": True, "short": 4096}
+        var = {"default": None, "r34_p2": {**r34, "split": 2}, "r34_p4": {**r34, "split": 4}}
+        for k in (2048, 512):
+            for conc, nn in ((32, 4), (32, 5), (128, 5)):
+                pts.append(("select", 262144, conc, nn, k, "normal", var))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts
@@ -177,15 +205,15 @@ def make_fn(stage, inp, k, name, cfg, out):
             return lambda: topk_select(sc, k, lengths=L, impl="triton", out=out)
         return lambda: topk_select_triton(sc, k, L, 1, out, config=cfg)
     x, E = inp["logits"], inp["ends"]
-    if name.startswith(("sep_", "fold_")):  # ids + flags (section I)
-        fused = name.endswith("_fused")
+    if name.startswith(("sep_", "fold_")):  # ids + flags (sections I-K); "_fused" anywhere in the name: fused
+        fused = "_fused" in name
         if name.startswith("fold_"):
             return lambda: select_candidate_blocks_triton(x, E, k, None, BLOCK_SIZE, 1, out, fused=fused,
-                                                          with_flags=True)
+                                                          with_flags=True, config=cfg)
         from dsa_lab.flags_triton import candidate_flags_triton
 
         def sep():
-            ids = select_candidate_blocks_triton(x, E, k, None, BLOCK_SIZE, 1, out, fused=fused)
+            ids = select_candidate_blocks_triton(x, E, k, None, BLOCK_SIZE, 1, out, fused=fused, config=cfg)
             return ids, candidate_flags_triton(ids, x.shape[1], None, BLOCK_SIZE, 1)
         return sep
     if name.startswith("unfused"):
@@ -199,6 +227,7 @@ def main():
     ap.add_argument("--check-only", action="store_true")
     ap.add_argument("--out", default="build/tune_dev")
     ap.add_argument("--max-s", type=float, default=300.0)
+    ap.add_argument("--start", type=int, default=0, help="skip the first N points (a parallel --check-only compiler)")
     ap.add_argument("--smoke", action="store_true", help="CPU interpreter, tiny width, first points only (checks)")
     a = ap.parse_args()
     dev, mml = ("cpu", 4096) if a.smoke else ("cuda", MML)
@@ -206,7 +235,7 @@ def main():
         a.check_only = True
     t0 = time.time()
     os.makedirs(a.out, exist_ok=True)
-    pts = points(a.section)
+    pts = points(a.section)[a.start:]
     if a.smoke:
         pts = [(st, min(c, mml), 1, 1, k, d, v) for st, c, cc, nn, k, d, v in pts[:2] + pts[-1:]]
     w = None

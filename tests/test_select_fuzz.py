@@ -16,6 +16,8 @@ POOL = [float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1.0, -1.0, 2.0, 1e
 CONFIGS = [
     None,
     {"direct": 4, "group": 2, "programs": 3},
+    {"direct": 4, "group": 2, "programs": 3, "short_chain": False},
+    {"direct": 2, "group": 8, "programs": 2},
     {"direct": 8, "group": 4, "programs": 1},
     {"direct": 2, "group": 1, "programs": 2},
     {"algo": "fold", "tile": 32, "programs": 4},

@@ -21,12 +21,15 @@ INF, NAN = float("inf"), float("nan")
 # (name, config) — every code path of the kernels, reachable at interpreter sizes
 PATHS = [
     ("direct", None),
-    ("hier_1prog", {"direct": 8, "group": 4}),
-    ("hier_multi", {"direct": 8, "group": 2, "programs": 5}),
+    ("hier_1prog", {"direct": 8, "group": 4, "short_chain": False}),
+    ("hier_multi", {"direct": 8, "group": 2, "programs": 5, "short_chain": False}),
+    # short chain: rows of at most KP super groups (here every row: 16 x 16 >= 200) skip stage A
+    ("short_chain", {"direct": 8, "group": 4, "programs": 5}),
     # v2.2: the same stages with the register radix select in place of every tl.topk
     ("rsel_direct", {"rsel": True}),
-    ("rsel_1prog", {"direct": 8, "group": 4, "rsel": True}),
-    ("rsel_multi", {"direct": 8, "group": 2, "programs": 5, "rsel": True}),
+    ("rsel_1prog", {"direct": 8, "group": 4, "rsel": True, "short_chain": False}),
+    ("rsel_multi", {"direct": 8, "group": 2, "programs": 5, "rsel": True, "short_chain": False}),
+    ("rsel_short_chain", {"direct": 8, "group": 4, "programs": 5, "rsel": True}),
     ("fold_1prog", {"algo": "fold", "tile": 64}),
     ("fold_multi", {"algo": "fold", "tile": 32, "programs": 6}),
     ("fold_fallback", {"algo": "fold", "tile": 32, "programs": 6, "cap": 8}),
@@ -160,9 +163,14 @@ def test_rsel_wide_rows_and_split_ties(k, fresh_seed):
 
 BLOCK_PATHS = [
     ("direct", None),
-    ("hier_multi", {"direct": 4, "group": 2, "programs": 3}),
+    ("hier_multi", {"direct": 4, "group": 2, "programs": 3, "short_chain": False}),
+    # short chain (every row here: at most 88 blocks <= KP x S): C-D in one program, level-1 maxima formed from
+    # the columns (fused: the logits) in one tile (group 2) or KC-chunks through the workspace (group 8, fused)
+    ("short_chain", {"direct": 4, "group": 2, "programs": 3}),
+    ("short_chain_g8", {"direct": 4, "group": 8, "programs": 3}),
     ("rsel_direct", {"rsel": True}),
-    ("rsel_multi", {"direct": 4, "group": 2, "programs": 3, "rsel": True}),
+    ("rsel_multi", {"direct": 4, "group": 2, "programs": 3, "rsel": True, "short_chain": False}),
+    ("rsel_short_chain", {"direct": 4, "group": 8, "programs": 3, "rsel": True}),
     ("fold_multi", {"algo": "fold", "tile": 16, "programs": 4}),
 ]
 
