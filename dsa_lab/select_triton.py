@@ -687,7 +687,8 @@ HIER_SHORT_CHAIN: bool = True
 
 def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, block_size: int = 1,
               programs: int | None = None, direct: int | None = None, group: int | None = None,
-              num_warps: int | None = None, rsel: bool | None = None, short_chain: bool | None = None) -> dict:
+              num_warps: int | None = None, rsel: bool | None = None, short_chain: bool | None = None,
+              group2: int | None = None) -> dict:
     """v2 ("hier") launch configuration, from shapes and device facts only.
 
     G1 = G2 = group size (8 for k <= 64: the three bitonic stages then see 512 keys each);
@@ -701,6 +702,8 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     if group is None:
         group = _group(KP)
     G1 = G2 = max(1, _np2(group))
+    if group2 is not None:  # super groups of G1 * group2 columns (dev: fewer super groups per row)
+        G2 = max(1, _np2(group2))
     if G1 * G2 < 2:
         G2 = 2
     S = G1 * G2
@@ -709,6 +712,10 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     MIN_SG = max(1, 1024 // S)
     if programs is None:
         P = max(1, (2 * sm) // max(rows, 1))
+        if fused:
+            # measured (tune_dev_K.csv, 160-640 rows x 64K-256K): the fused stage A at one program per row left the
+            # device under-filled (160 x 256K: 236 µs at P = 1, 162 at P = 4, 149 at P = 8; 640 x 256K 587 -> 475)
+            P = max(P, 4)
         P = max(1, min(P, -(-NSG // MIN_SG)))
     else:
         P = max(1, int(programs))
@@ -756,9 +763,14 @@ RADIX_DEFAULT = {"tile": None, "compact": False, "split": False, "num_warps": No
 
 
 def split_programs(rows: int, n: int, sm_count: int, tile: int = 1024) -> int:
-    """Programs per row of the split / parallel radix: fill the device about twice, at least one tile each,
-    at most 32 (every program sums the P x 256 histograms of its row)."""
-    return max(1, min((2 * sm_count) // max(rows, 1), -(-n // tile), 32))
+    """Programs per row of the split / parallel radix: fill the device about twice, and at least 4 while the call
+    has at most twice as many rows as SMs (measured, tune_dev_K.csv: 128 x 256K, k = 2048: 200 µs at P = 2, 157 at
+    P = 4; 160 x 256K: 315 at P = 1 (v3.0), 200 at P = 4); at least one tile each, at most 32 (every program sums
+    the P x 256 histograms of its row)."""
+    P = (2 * sm_count) // max(rows, 1)
+    if rows <= 2 * sm_count:
+        P = max(P, 4)
+    return max(1, min(P, -(-n // tile), 32))
 
 
 def default_algo(k: int, *, fused: bool = False, rows: int | None = None, n: int | None = None,

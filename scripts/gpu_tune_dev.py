@@ -27,6 +27,8 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
   the stage-A chain, select and full stage; the fused full stage at 160-640 rows with 2-8 programs per row and
   num_warps 4 / 8 (flags in the kernel) beside the flags kernel and the unfused composition; the parallel radix
   with P forced to 2 / 4 at 128-640 rows x 256K (k = 2048 / 512).
+* ``L`` after K: hier with super groups of 8 x 16 (``group2``; the short chain then covers 64K) at k = 64, select
+  and full stage; the fused plan's P >= 4 against one program per row; the radix split rule at 64K.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -193,6 +195,27 @@ def points(section):
         for k in (2048, 512):
             for conc, nn in ((32, 4), (32, 5), (128, 5)):
                 pts.append(("select", 262144, conc, nn, k, "normal", var))
+    elif section == "L":  # after K: super groups of 8 x 16 (the short chain then covers 64K), the new fused / radix P
+        g = {"algo": "hier", "group2": 16}
+        var = {"default": None, "g2_16": g}
+        for ctx, shapes in ((65536, ((1, 1), (8, 1), (32, 1), (32, 5), (128, 5))), (262144, ((1, 1), (32, 1), (128, 5)))):
+            for conc, nn in shapes:
+                pts.append(("select", ctx, conc, nn, 64, "normal", var))
+        pts.append(("select", 65536, 1, 1, 64, "equal", var))
+        fvar = {"fold_unfused": None, "fold_unfused_g2_16": g, "fold_fused": None, "fold_fused_g2_16": g}
+        for conc, nn in ((1, 1), (32, 5)):
+            pts.append(("full", 65536, conc, nn, 64, "normal", fvar))
+        # the fused plan's P >= 4 (default now) against one program per row where the plan gave 1
+        pvar = {"fold_unfused": None, "fold_fused": None, "fold_fused_p1": {"algo": "hier", "programs": 1},
+                "sep_fused": None}
+        for ctx, conc, nn in ((4096, 128, 5), (16384, 128, 5), (65536, 32, 5)):
+            pts.append(("full", ctx, conc, nn, 64, "normal", pvar))
+        # the radix split rule (P >= 4 up to 2 x SM rows) at 64K, where K did not measure it
+        old_r = {"algo": "radix", "parallel": True, "short": 4096, "split": 2}
+        for k in (2048, 512):
+            pts.append(("select", 65536, 32, 4, k, "normal", {"default": None, "r34_p2": old_r}))
+            pts.append(("select", 65536, 32, 5, k, "normal",
+                        {"default": None, "before": {"algo": "radix"} if k == 2048 else {"algo": "hier"}}))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts

@@ -153,6 +153,9 @@ def test_radix_split_plan_and_blocks(fresh_seed):
 
     assert split_programs(1, 32768, 132, 1024) == 32 and split_programs(640, 32768, 132, 1024) == 1
     assert split_programs(4, 3000, 132, 1024) == 3
+    # at least 4 programs per row up to twice as many rows as SMs (measured, tune_dev_K.csv), one beyond
+    assert split_programs(160, 32768, 132, 1024) == 4 and split_programs(264, 32768, 132, 1024) == 4
+    assert split_programs(265, 32768, 132, 1024) == 1
     gen = torch.Generator().manual_seed(fresh_seed)
     lg = torch.randn(2, 4000, generator=gen)
     ends = torch.tensor([4000, 2500], dtype=torch.int32)

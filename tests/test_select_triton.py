@@ -25,6 +25,9 @@ PATHS = [
     ("hier_multi", {"direct": 8, "group": 2, "programs": 5, "short_chain": False}),
     # short chain: rows of at most KP super groups (here every row: 16 x 16 >= 200) skip stage A
     ("short_chain", {"direct": 8, "group": 4, "programs": 5}),
+    # super groups of G1 x group2 with G2 != G1, through the short chain and through stage A
+    ("group2", {"direct": 8, "group": 2, "group2": 8, "programs": 5}),
+    ("group2_chain_a", {"direct": 8, "group": 2, "group2": 8, "programs": 5, "short_chain": False}),
     # v2.2: the same stages with the register radix select in place of every tl.topk
     ("rsel_direct", {"rsel": True}),
     ("rsel_1prog", {"direct": 8, "group": 4, "rsel": True, "short_chain": False}),
@@ -103,6 +106,8 @@ def test_grid_depends_only_on_shapes():
     b = st.plan(8, 32768, 64, facts)
     assert a == b and a["P"] > 1  # few rows: the row is split across programs
     assert st.plan(640, 32768, 64, facts)["P"] == 1
+    assert st.plan(640, 32768, 64, facts, fused=True, block_size=8)["P"] == 4  # fused: at least 4 (tune_dev_K)
+    assert st.plan(640, 32768, 64, facts, group2=16)["G2"] == 16
     assert st.plan(1, 32768, 64, {**facts, "sm_count": 304})["P"] >= a["P"]  # more SMs, more programs
 
 
@@ -168,6 +173,7 @@ BLOCK_PATHS = [
     # the columns (fused: the logits) in one tile (group 2) or KC-chunks through the workspace (group 8, fused)
     ("short_chain", {"direct": 4, "group": 2, "programs": 3}),
     ("short_chain_g8", {"direct": 4, "group": 8, "programs": 3}),
+    ("group2_chain_a", {"direct": 4, "group": 2, "group2": 8, "programs": 3, "short_chain": False}),
     ("rsel_direct", {"rsel": True}),
     ("rsel_multi", {"direct": 4, "group": 2, "programs": 3, "rsel": True, "short_chain": False}),
     ("rsel_short_chain", {"direct": 4, "group": 8, "programs": 3, "rsel": True}),
