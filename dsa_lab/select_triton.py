@@ -507,6 +507,7 @@ def _hier_kernel(
     MIN_SG: tl.constexpr, WROW: tl.constexpr,
     LEN_MODE: tl.constexpr, HAS_START: tl.constexpr, FUSED: tl.constexpr,
     BS: tl.constexpr, BSP: tl.constexpr, RSEL: tl.constexpr, FLAGS: tl.constexpr, SHORTC: tl.constexpr,
+    SC2: tl.constexpr, KC2: tl.constexpr,
 ):
     """Exact top-k by nested group maxima.
 
@@ -557,50 +558,63 @@ def _hier_kernel(
             _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, (L + S - 1) // S, start, end,
                          width, k, WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, True)
     else:
-        nsg = (L + S - 1) // S
-        chunk = tl.maximum((nsg + P - 1) // P, MIN_SG)  # split derived on the device from L
-        n_act = (nsg + chunk - 1) // chunk
-        if p < n_act:
-            if FLAGS:  # the row's active programs zero one slice of its flags each, before they arrive
-                fper = (n + 1 + n_act - 1) // n_act
-                _flags_zero(flags_ptr, row, p * fper, tl.minimum(p * fper + fper, n + 1), n, _FZT)
-            wbase = row.to(tl.int64) * WROW
-            lo = p * chunk
-            hi = tl.minimum(lo + chunk, nsg)
-            jt = tl.arange(0, NT)
-            js = tl.arange(0, S)
-            # A: stream the chunk once; one best key per super group
-            for s0 in range(lo, hi, NT):
-                sg = s0 + jt
-                cols = sg[:, None] * S + js[None, :]
-                valid = (sg[:, None] < hi) & (cols < L)
-                sc = _scores2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
-                if FUSED:
-                    # keep every level-1 group's best key too (8 bytes per G1 blocks, ~3% of the
-                    # logits read at bs 8), so stage C need not re-read logits
-                    l1k = _best_per_row(tl.reshape(sc, [NT * G2, G1]), tl.reshape(cols, [NT * G2, G1]),
-                                        tl.reshape(valid, [NT * G2, G1]))
-                    jl = s0 * G2 + tl.arange(0, NT * G2)
-                    tl.store(ws_ptr + wbase + NSG + KP + KP * G2 + jl, l1k, mask=jl < hi * G2)
-                    best = tl.max(tl.reshape(l1k, [NT, G2]), axis=1)
-                else:
-                    best = _best_per_row(sc, cols, valid)
-                tl.store(ws_ptr + wbase + sg, best, mask=sg < hi)
-            tl.debug_barrier()
-            if not MULTI:  # one program per row: no counter, no merge (compiled away)
-                _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, start, end, width, k,
-                             WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, False)
-            else:
-                if n_act == 1:
+        sc2 = False
+        if SC2 > 1:  # constexpr: kernels without the second short chain compile no code for it
+            sc2 = (L + S * SC2 - 1) // (S * SC2) <= KP
+        if sc2:
+            # second short chain: super groups SC2 times wider (level-1 groups unchanged), still at most KP of them
+            if p == 0:
+                if FLAGS:
+                    _flags_zero(flags_ptr, row, 0, n + 1, n, _FZT)
+                    tl.debug_barrier()
+                _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, (L + S * SC2 - 1) // (S * SC2),
+                             start, end, width, k, WROW, NSG, KP, G1, G2 * SC2, SB, KC2, FUSED, BS, BSP, RSEL, FLAGS,
+                             True)
+        else:
+            nsg = (L + S - 1) // S
+            chunk = tl.maximum((nsg + P - 1) // P, MIN_SG)  # split derived on the device from L
+            n_act = (nsg + chunk - 1) // chunk
+            if p < n_act:
+                if FLAGS:  # the row's active programs zero one slice of its flags each, before they arrive
+                    fper = (n + 1 + n_act - 1) // n_act
+                    _flags_zero(flags_ptr, row, p * fper, tl.minimum(p * fper + fper, n + 1), n, _FZT)
+                wbase = row.to(tl.int64) * WROW
+                lo = p * chunk
+                hi = tl.minimum(lo + chunk, nsg)
+                jt = tl.arange(0, NT)
+                js = tl.arange(0, S)
+                # A: stream the chunk once; one best key per super group
+                for s0 in range(lo, hi, NT):
+                    sg = s0 + jt
+                    cols = sg[:, None] * S + js[None, :]
+                    valid = (sg[:, None] < hi) & (cols < L)
+                    sc = _scores2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
+                    if FUSED:
+                        # keep every level-1 group's best key too (8 bytes per G1 blocks, ~3% of the
+                        # logits read at bs 8), so stage C need not re-read logits
+                        l1k = _best_per_row(tl.reshape(sc, [NT * G2, G1]), tl.reshape(cols, [NT * G2, G1]),
+                                            tl.reshape(valid, [NT * G2, G1]))
+                        jl = s0 * G2 + tl.arange(0, NT * G2)
+                        tl.store(ws_ptr + wbase + NSG + KP + KP * G2 + jl, l1k, mask=jl < hi * G2)
+                        best = tl.max(tl.reshape(l1k, [NT, G2]), axis=1)
+                    else:
+                        best = _best_per_row(sc, cols, valid)
+                    tl.store(ws_ptr + wbase + sg, best, mask=sg < hi)
+                tl.debug_barrier()
+                if not MULTI:  # one program per row: no counter, no merge (compiled away)
                     _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, start, end, width, k,
                                  WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, False)
                 else:
-                    old = tl.atomic_add(cnt_ptr + row, 1, sem="acq_rel")
-                    if old == n_act - 1:
-                        tl.debug_barrier()
+                    if n_act == 1:
                         _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, start, end, width, k,
                                      WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, False)
-                        tl.store(cnt_ptr + row, 0)  # reset for the next call / graph replay
+                    else:
+                        old = tl.atomic_add(cnt_ptr + row, 1, sem="acq_rel")
+                        if old == n_act - 1:
+                            tl.debug_barrier()
+                            _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, start, end, width, k,
+                                         WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, False)
+                            tl.store(cnt_ptr + row, 0)  # reset for the next call / graph replay
 
 
 # ---------------------------------------------------------------------------
@@ -683,19 +697,29 @@ HIER_RSEL_MIN_KP: int | None = 512
 # every super group is chosen anyway, so one program runs C-D (no stream of super maxima, no arrival).  Predicted
 # (fifth session): 16K 1 row 10.0 -> ~5.5 µs; to be measured (scripts/gpu_tune_dev.py --section K).
 HIER_SHORT_CHAIN: bool = True
+# Measured (tune_dev_K.csv, k = 64, 16K): 1 row 10.0 -> 7.7 µs, 640 rows 30.3 -> 26.6; full stage 1 row 13.9 -> 11.7
+# (unfused), 640 rows fused 84.8 -> 61.7.
+# A second short chain, super groups twice as wide (8 x 16 at k = 64: rows of at most 8192 columns, 64K context),
+# for unfused calls with KP up to this.  Measured as a whole-kernel choice (tune_dev_L.csv, group2 = 16): 64K 1 row
+# 12.4 -> 9.9 µs, 640 rows 44.4 -> 32.3, but 256K (the chain with wider super groups) 12.7 -> 15.2 and 85.6 -> 90.7,
+# and the fused kernel at 64K 1 row 25.4 -> 42.7 (one program then reads 256 KB of logits); so the wider groups are
+# taken only by rows the second short chain covers, decided on the device, and never fused.
+HIER_SHORT_CHAIN2: int | None = 64
 
 
 def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, block_size: int = 1,
               programs: int | None = None, direct: int | None = None, group: int | None = None,
               num_warps: int | None = None, rsel: bool | None = None, short_chain: bool | None = None,
-              group2: int | None = None) -> dict:
+              group2: int | None = None, short_chain2: bool | None = None) -> dict:
     """v2 ("hier") launch configuration, from shapes and device facts only.
 
     G1 = G2 = group size (8 for k <= 64: the three bitonic stages then see 512 keys each);
     P programs per row stream stage A, at least MIN_SG super groups (>= 1024 columns) each;
     rows whose live extent is at most DT use one direct top-k.  ``programs``/``direct``/``group``
     override (tests use them to reach every path at interpreter sizes).  ``short_chain`` (default
-    :data:`HIER_SHORT_CHAIN`): rows with at most KP super groups skip stage A (one program runs C-D).
+    :data:`HIER_SHORT_CHAIN`): rows with at most KP super groups skip stage A (one program runs C-D);
+    ``short_chain2`` (default: unfused and KP <= :data:`HIER_SHORT_CHAIN2`): so do rows with at most KP super
+    groups twice as wide (``SC2 = 2``; ``KC2`` their C-stage chunk).
     """
     KP = max(2, _np2(k))
     bsp = _np2(block_size) if fused else 1
@@ -741,8 +765,12 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
         rsel = HIER_RSEL_MIN_KP is not None and KP >= HIER_RSEL_MIN_KP
     if short_chain is None:
         short_chain = HIER_SHORT_CHAIN
+    if short_chain2 is None:
+        short_chain2 = HIER_SHORT_CHAIN2 is not None and not fused and KP <= HIER_SHORT_CHAIN2
+    SC2 = 2 if (short_chain and short_chain2) else 1
+    KC2 = max(1, min(KP, _np2(max(1, 4096 // (S * SC2 * bsp)))))
     return dict(algo="hier", P=P, KP=KP, G1=G1, G2=G2, NSG=NSG, NT=NT, SB=SB, KC=KC, DT=DT,
-                MIN_SG=MIN_SG, num_warps=nw, rsel=rsel, short_chain=bool(short_chain))
+                MIN_SG=MIN_SG, num_warps=nw, rsel=rsel, short_chain=bool(short_chain), SC2=SC2, KC2=KC2)
 
 
 # Rows whose KP = next_pow2(k) is at least this take the radix select (dsa_lab.select_radix_triton) instead of
@@ -840,7 +868,7 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
     stride = src.stride(0)
     P, KP = cfg["P"], cfg["KP"]
     if cfg["algo"] == "hier":
-        wrow = cfg["NSG"] + KP + KP * cfg["G2"] + (cfg["NSG"] * cfg["G2"] if fused else 0)
+        wrow = cfg["NSG"] + KP + KP * cfg["G2"] * cfg["SC2"] + (cfg["NSG"] * cfg["G2"] if fused else 0)
         ws = torch.empty((rows * wrow,), dtype=torch.int64, device=dev)
         cnt = _counters(dev, rows) if P > 1 else dummy
         _hier_kernel[(rows, P)](
@@ -848,7 +876,8 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
             MULTI=P > 1, RR=rr, KP=KP, G1=cfg["G1"], G2=cfg["G2"], NSG=cfg["NSG"], NT=cfg["NT"], SB=cfg["SB"],
             KC=cfg["KC"], DT=cfg["DT"], MIN_SG=cfg["MIN_SG"], WROW=wrow,
             LEN_MODE=len_mode, HAS_START=start_t is not None, FUSED=fused, BS=bs, BSP=_np2(bs),
-            RSEL=cfg["rsel"], FLAGS=flags is not None, SHORTC=cfg["short_chain"], num_warps=cfg["num_warps"],
+            RSEL=cfg["rsel"], FLAGS=flags is not None, SHORTC=cfg["short_chain"], SC2=cfg["SC2"], KC2=cfg["KC2"],
+            num_warps=cfg["num_warps"],
         )
         return out
     CAP = cfg["CAP"]
@@ -931,8 +960,9 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
     ``with_flags=True``: also the candidate flags (``uint8 [rows, nblocks + 1]``, the contract of
     :func:`dsa_lab.candidate_flags`), returned as ``(ids, flags)``.  The hier kernel zeroes and writes them in
     the same launch (each row's programs zero a slice of its flags before they arrive; the program that
-    finishes the row sets the selected bytes), so no memset and no flags launch; the radix path runs the flags
-    kernel after it.
+    finishes the row sets the selected bytes), so no memset and no flags launch; the radix path, and the fused
+    kernel at more than twice as many rows as SMs (measured slower with the flags inside), run the flags kernel
+    after it.
 
     Returns int32 ``[rows, topk_blocks]`` block ids (any order), ``-1`` tail; every slot written.
     """
@@ -950,8 +980,14 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
     if fused is None:
         fused = False  # measured: see the docstring; fused=True + algo radix raises in plan()
     if fused:
+        # flags in the kernel at up to 2 x SM rows, by the flags kernel beyond: measured with the fused kernel
+        # (tune_dev_I/K/L.csv): in-kernel 0.5 µs faster at 1-160 rows (4K), slower at 320-640 rows (640 x 256K:
+        # 587 vs 466 µs; 640 x 16K: 67.8 vs 56.0)
+        sep = flags is not None and rows > 2 * int(_impl.facts_for(logits)["sm_count"])
         ids = _launch(logits, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
-                      2, True, bs, config, flags)
+                      2, True, bs, config, None if sep else flags)
+        if sep:
+            _separate_flags(ids, flags, width, row_starts, bs, row_repeat)
         return (ids, flags) if with_flags else ids
     from .scores_triton import block_scores_triton
 

@@ -28,6 +28,9 @@ PATHS = [
     # super groups of G1 x group2 with G2 != G1, through the short chain and through stage A
     ("group2", {"direct": 8, "group": 2, "group2": 8, "programs": 5}),
     ("group2_chain_a", {"direct": 8, "group": 2, "group2": 8, "programs": 5, "short_chain": False}),
+    # the second short chain (super groups twice as wide): rows of 65-128 columns here, chain A beyond
+    ("short_chain2", {"direct": 8, "group": 2, "programs": 5, "short_chain2": True}),
+    ("rsel_short_chain2", {"direct": 8, "group": 2, "programs": 5, "short_chain2": True, "rsel": True}),
     # v2.2: the same stages with the register radix select in place of every tl.topk
     ("rsel_direct", {"rsel": True}),
     ("rsel_1prog", {"direct": 8, "group": 4, "rsel": True, "short_chain": False}),
@@ -239,6 +242,27 @@ def test_candidate_blocks_with_flags_public_api(fresh_seed):
         assert fl[2].sum() == 0
     with pytest.raises(TypeError, match="with_flags"):
         dsa_lab.select_candidate_blocks(x, ends, 16, with_flags=1)
+
+
+def test_candidate_blocks_fused_flags_by_the_flags_kernel_at_many_rows(fresh_seed):
+    """Fused, more rows than twice the SM count (4 under the interpreter): the flags come from the flags kernel after
+    the select launch; poisoned first, every byte must equal the contract of the reference ids (starts, ends past
+    the width, row_repeat)."""
+    from dsa_lab.flags import candidate_flags_torch
+
+    gen = torch.Generator().manual_seed(fresh_seed)
+    rows, width, bs, rr, k = 12, 300, 8, 3, 10
+    x = torch.randn(rows, width, generator=gen)
+    ends = torch.tensor([300, 500, 17, 0])
+    starts = torch.tensor([0, 40, 9, 0])
+    ref = topk_select_reference(block_scores_torch(x, ends, starts, bs, rr), k)
+    nb = -(-width // bs)
+    flags = torch.full((rows, nb + 1), 0xAB, dtype=torch.uint8)
+    out = poisoned(rows, k, "cpu")
+    _, fl = st.select_candidate_blocks_triton(x, ends, k, starts, bs, rr, out, fused=True, with_flags=True,
+                                              flags_out=flags)
+    assert_same_sets(out, ref, f"seed={fresh_seed}")
+    assert torch.equal(fl, candidate_flags_torch(ref, width, starts, bs, rr))
 
 
 @pytest.mark.parametrize("bs", [1, 3, 64])
