@@ -20,7 +20,10 @@ smaller k → hier):
   a workspace; (B) top-KP super groups; (C) their level-1 maxima, top-KP of those; (D) top-KP of
   those groups' columns.  B-D are three bitonic ``tl.topk`` over ``KP * 8`` keys for k <= 64, whatever
   the live extent is, and re-read at most ``KP * S`` columns; the work does not depend on the values.
-  Rows with a live extent of at most ``DT`` columns take one direct ``tl.topk`` instead.  With several
+  Rows with a live extent of at most ``DT`` columns take one direct ``tl.topk`` instead; rows of at most KP super
+  groups skip stage A (every super group is chosen: program 0 runs C-D alone, the "short chain"), and unfused
+  rows of at most KP super groups twice as wide (k <= 64: 8192 columns) take a second short chain with those wider
+  groups — both decided on the device from the row's extent (:data:`HIER_SHORT_CHAIN`, :data:`HIER_SHORT_CHAIN2`).  With several
   programs per row, the last to arrive (acq_rel counter per row, reset by it) runs B-D.  ``RSEL`` (v2.2, default
   from KP = 512: :data:`HIER_RSEL_MIN_KP`): every top-k is a register radix select (:func:`_reg_select`) instead.
   ``FLAGS``: the kernel also zeroes and writes the row's candidate flags (``with_flags=True``).

@@ -140,6 +140,35 @@ if tuneH[0]:
     print(proofs.format_table(viz.variant_rows(tuneH[0], ["torch", "default", "r30", "hier"], stage="select")))
 
 # %% [markdown]
+# ## Fewer dependent steps: the short chains (k = 64, 16K-64K)
+#
+# At k = 64 every row longer than 512 blocks took the whole hier chain: stage A split over programs, an arrival
+# counter, then B-D in the last program to arrive — about 10 µs at 16K whatever the row count. But a row of at most
+# KP super groups (4096 blocks at k = 64) has every super group chosen anyway, so stage A buys nothing: one program
+# can run C-D over the row alone (`short_chain`, decided on the device from the row's extent). Section K timed it
+# against the stage-A chain (`chain_a`) on the same inputs (predicted 10.0 → ~5.5 µs at 1 row; measured 7.7):
+
+# %%
+tuneK = viz.load_records("tune_dev/tune_dev_K")
+print(viz.record_label(tuneK[1], tuneK[2]) if tuneK[0] else "NO RECORD")
+if tuneK[0]:
+    print(proofs.format_table(viz.variant_rows(tuneK[0], ["torch", "default", "chain_a"], stage="select", k=64)))
+
+# %% [markdown]
+# Section L then made the super groups twice as wide (8 x 16, `group2=16`) so that the short chain covers 64K rows
+# too: 64K gained (12.4 → 9.9 µs at 1 row, 44 → 32 at 640 rows) but 256K, which still takes the chain, lost (its
+# stage C then ranks 1024 level-1 maxima instead of 512). A shape rule cannot tell 64K from 256K (the width is the
+# same), so the kernel now carries a *second* short chain with the wider groups, taken on the device only by rows it
+# covers (`HIER_SHORT_CHAIN2`, unfused only: the fused kernel's single program then reads 256 KB of logits and lost
+# at 1 row, 25 → 43 µs).
+
+# %%
+tuneL = viz.load_records("tune_dev/tune_dev_L")
+print(viz.record_label(tuneL[1], tuneL[2]) if tuneL[0] else "NO RECORD")
+if tuneL[0]:
+    print(proofs.format_table(viz.variant_rows(tuneL[0], ["torch", "default", "g2_16"], stage="select", k=64)))
+
+# %% [markdown]
 # ## Fused or unfused: measured, not assumed
 #
 # The fused kernel reads each row's logits once and never writes block scores; the unfused composition writes
@@ -171,6 +200,19 @@ tuneI = viz.load_records("tune_dev/tune_dev_I")
 print(viz.record_label(tuneI[1], tuneI[2]) if tuneI[0] else "NO RECORD")
 if tuneI[0]:
     print(proofs.format_table(viz.variant_rows(tuneI[0], ["torch", "sep_unfused", "fold_unfused", "sep_fused", "fold_fused"], stage="full")))
+
+# %% [markdown]
+# That slowdown was measured in one process in section K: at 160-640 rows the fused kernel ran one program per row
+# (a device under-filled at 160 rows, 1.2 waves at 640) and the flags written inside it cost more than the flags
+# kernel after it. So the fused plan now takes at least 4 programs per row, and the flags kernel beyond twice as
+# many rows as SMs (`fold_fused_pP_nwW`: P programs per row, W warps, flags in the kernel; `sep_fused`: the flags
+# kernel). The fused kernel still loses to the unfused composition at 256K: its stream is the slow part.
+
+# %%
+if tuneK[0]:
+    print(proofs.format_table(viz.variant_rows(tuneK[0], ["torch", "fold_unfused", "sep_fused", "fold_fused",
+                                                          "fold_fused_p4_nw4", "fold_fused_p8_nw4",
+                                                          "fold_fused_p4_nw8"], stage="full")))
 
 # %% [markdown]
 # The recorded sweep, final kernels: the fused arm's time over the default (unfused) arm's, per context.
