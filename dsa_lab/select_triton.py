@@ -713,7 +713,8 @@ HIER_SHORT_CHAIN2: int | None = 64
 def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, block_size: int = 1,
               programs: int | None = None, direct: int | None = None, group: int | None = None,
               num_warps: int | None = None, rsel: bool | None = None, short_chain: bool | None = None,
-              group2: int | None = None, short_chain2: bool | None = None) -> dict:
+              group2: int | None = None, short_chain2: bool | None = None,
+              kernel_flags: bool | None = None) -> dict:
     """v2 ("hier") launch configuration, from shapes and device facts only.
 
     G1 = G2 = group size (8 for k <= 64: the three bitonic stages then see 512 keys each);
@@ -722,7 +723,9 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     override (tests use them to reach every path at interpreter sizes).  ``short_chain`` (default
     :data:`HIER_SHORT_CHAIN`): rows with at most KP super groups skip stage A (one program runs C-D);
     ``short_chain2`` (default: unfused and KP <= :data:`HIER_SHORT_CHAIN2`): so do rows with at most KP super
-    groups twice as wide (``SC2 = 2``; ``KC2`` their C-stage chunk).
+    groups twice as wide (``SC2 = 2``; ``KC2`` their C-stage chunk).  ``kernel_flags`` (default: all but fused
+    calls with more than twice as many rows as SMs): a ``with_flags`` call has the kernel write the flags, else
+    the flags kernel runs after it.
     """
     KP = max(2, _np2(k))
     bsp = _np2(block_size) if fused else 1
@@ -771,9 +774,15 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     if short_chain2 is None:
         short_chain2 = HIER_SHORT_CHAIN2 is not None and not fused and KP <= HIER_SHORT_CHAIN2
     SC2 = 2 if (short_chain and short_chain2) else 1
+    if kernel_flags is None:
+        # measured with the fused kernel (tune_dev_I/K/L.csv): flags in the kernel 0.5 µs faster at 1-160 rows
+        # (4K), slower than the flags kernel after it at 320-640 rows (640 x 256K: 587 vs 466 µs; 640 x 16K: 67.8
+        # vs 56.0); the unfused select kernel writes them (tune_dev_I)
+        kernel_flags = not (fused and rows > 2 * sm)
     KC2 = max(1, min(KP, _np2(max(1, 4096 // (S * SC2 * bsp)))))
     return dict(algo="hier", P=P, KP=KP, G1=G1, G2=G2, NSG=NSG, NT=NT, SB=SB, KC=KC, DT=DT,
-                MIN_SG=MIN_SG, num_warps=nw, rsel=rsel, short_chain=bool(short_chain), SC2=SC2, KC2=KC2)
+                MIN_SG=MIN_SG, num_warps=nw, rsel=rsel, short_chain=bool(short_chain), SC2=SC2, KC2=KC2,
+                kernel_flags=bool(kernel_flags))
 
 
 # Rows whose KP = next_pow2(k) is at least this take the radix select (dsa_lab.select_radix_triton) instead of
@@ -847,8 +856,8 @@ def plan(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, block_s
 
 
 def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs, config, flags=None):
-    """``flags``: a ``uint8 [rows, n + 1]`` tensor the hier kernel zeroes and fills (the flags contract);
-    the other algorithms leave it to :func:`dsa_lab.flags_triton.candidate_flags_triton`."""
+    """``flags``: a ``uint8 [rows, n + 1]`` tensor the hier kernel zeroes and fills (the flags contract) where its
+    plan says ``kernel_flags``; otherwise, and for the other algorithms, the flags kernel fills it after."""
     facts = _impl.facts_for(src)
     cfg = plan(rows, n, k, facts, fused=fused, block_size=bs, **(config or {}))
     dev = src.device
@@ -874,15 +883,16 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
         wrow = cfg["NSG"] + KP + KP * cfg["G2"] * cfg["SC2"] + (cfg["NSG"] * cfg["G2"] if fused else 0)
         ws = torch.empty((rows * wrow,), dtype=torch.int64, device=dev)
         cnt = _counters(dev, rows) if P > 1 else dummy
+        kflags = flags is not None and cfg["kernel_flags"]
         _hier_kernel[(rows, P)](
-            src, stride, lens, starts, out, ws, cnt, flags if flags is not None else dummy, n, width, k, P,
+            src, stride, lens, starts, out, ws, cnt, flags if kflags else dummy, n, width, k, P,
             MULTI=P > 1, RR=rr, KP=KP, G1=cfg["G1"], G2=cfg["G2"], NSG=cfg["NSG"], NT=cfg["NT"], SB=cfg["SB"],
             KC=cfg["KC"], DT=cfg["DT"], MIN_SG=cfg["MIN_SG"], WROW=wrow,
             LEN_MODE=len_mode, HAS_START=start_t is not None, FUSED=fused, BS=bs, BSP=_np2(bs),
-            RSEL=cfg["rsel"], FLAGS=flags is not None, SHORTC=cfg["short_chain"], SC2=cfg["SC2"], KC2=cfg["KC2"],
+            RSEL=cfg["rsel"], FLAGS=kflags, SHORTC=cfg["short_chain"], SC2=cfg["SC2"], KC2=cfg["KC2"],
             num_warps=cfg["num_warps"],
         )
-        return out
+        return out if kflags else _separate_flags(out, flags, width, start_t, bs, rr)
     CAP = cfg["CAP"]
     if P > 1:
         ws = torch.empty((rows * P * KP,), dtype=torch.int64, device=dev)
@@ -983,14 +993,8 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
     if fused is None:
         fused = False  # measured: see the docstring; fused=True + algo radix raises in plan()
     if fused:
-        # flags in the kernel at up to 2 x SM rows, by the flags kernel beyond: measured with the fused kernel
-        # (tune_dev_I/K/L.csv): in-kernel 0.5 µs faster at 1-160 rows (4K), slower at 320-640 rows (640 x 256K:
-        # 587 vs 466 µs; 640 x 16K: 67.8 vs 56.0)
-        sep = flags is not None and rows > 2 * int(_impl.facts_for(logits)["sm_count"])
         ids = _launch(logits, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
-                      2, True, bs, config, None if sep else flags)
-        if sep:
-            _separate_flags(ids, flags, width, row_starts, bs, row_repeat)
+                      2, True, bs, config, flags)
         return (ids, flags) if with_flags else ids
     from .scores_triton import block_scores_triton
 

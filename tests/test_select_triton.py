@@ -111,6 +111,10 @@ def test_grid_depends_only_on_shapes():
     assert st.plan(640, 32768, 64, facts)["P"] == 1
     assert st.plan(640, 32768, 64, facts, fused=True, block_size=8)["P"] == 4  # fused: at least 4 (tune_dev_K)
     assert st.plan(640, 32768, 64, facts, group2=16)["G2"] == 16
+    # with_flags: the kernel writes them except fused beyond 2 x SM rows (the flags kernel after it)
+    assert st.plan(264, 32768, 64, facts, fused=True, block_size=8)["kernel_flags"] is True
+    assert st.plan(265, 32768, 64, facts, fused=True, block_size=8)["kernel_flags"] is False
+    assert st.plan(640, 32768, 64, facts)["kernel_flags"] is True
     assert st.plan(1, 32768, 64, {**facts, "sm_count": 304})["P"] >= a["P"]  # more SMs, more programs
 
 
