@@ -46,7 +46,7 @@ def tl_block_score(x, block_id, start, end, AXIS: tl.constexpr, BS: tl.constexpr
 def _block_scores_kernel(
     x_ptr, x_stride, out_ptr, end_ptr, start_ptr, width, nblocks,
     RR: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, BJ: tl.constexpr,
-    HAS_START: tl.constexpr, PADDED: tl.constexpr, FILL_DEAD: tl.constexpr,
+    HAS_START: tl.constexpr, PADDED: tl.constexpr, FILL_DEAD: tl.constexpr, WHOLE: tl.constexpr,
 ):
     row = tl.program_id(0)
     jb = tl.program_id(1)
@@ -80,10 +80,19 @@ def _block_scores_kernel(
         else:
             # 32-bit offsets from the row's start (columns lie below the width, < 2**31)
             rel = j[:, None] * BS + t[None, :]
-            live = rel < (lend - start).to(tl.int32)
-            if BSP != BS:  # padded lanes belong to the next block
-                live = live & (t[None, :] < BS)
-            x = tl.load(x_ptr + (row_off + start) + rel, mask=live, other=float("-inf"))
+            if WHOLE and (jb.to(tl.int64) + 1) * (BJ * BS) <= lend - start:
+                # every lane live: no bounds mask (a per-element mask forces 4-byte loads), offsets from the tile
+                tw = jb.to(tl.int64) * (BJ * BS)
+                rw = tl.arange(0, BJ)[:, None] * BS + t[None, :]
+                if BSP != BS:
+                    x = tl.load(x_ptr + (row_off + start + tw) + rw, mask=t[None, :] < BS, other=float("-inf"))
+                else:
+                    x = tl.load(x_ptr + (row_off + start + tw) + rw)
+            else:
+                live = rel < (lend - start).to(tl.int32)
+                if BSP != BS:  # padded lanes belong to the next block
+                    live = live & (t[None, :] < BS)
+                x = tl.load(x_ptr + (row_off + start) + rel, mask=live, other=float("-inf"))
             tl.store(optr, tl_block_score(x, j, start, end, 1, BS), mask=j < nblocks)
 
 
@@ -91,8 +100,14 @@ def _np2(x: int) -> int:
     return 1 if x <= 1 else 1 << (int(x) - 1).bit_length()
 
 
+# Bounded kernel: programs whose tile lies wholly inside the row's live extent load without a bounds mask.
+# Predicted (sixth session): vectorized loads lift the scores stream from ~3.0-4.1 TB/s; to be measured
+# (scripts/gpu_tune_dev.py --section M).
+SCORES_WHOLE_TILES: bool = False
+
+
 def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_repeat=1, padded=False,
-                        fill_dead=True):
+                        fill_dead=True, whole_tiles=None):
     """Block scores of ``logits`` (arguments validated by :func:`dsa_lab.block_scores`).
 
     Args:
@@ -106,6 +121,8 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
             only; the unfused select composition): the slots of whole programs past a row's extent
             (``BJ`` blocks each) are left unwritten, sparing ``rows * nblocks * 4`` bytes of ``-inf``
             stores; the select kernels never read past the extent.
+        whole_tiles: bounded only: programs whose tile lies wholly inside the live extent load without a
+            bounds mask (default :data:`SCORES_WHOLE_TILES`); the same values either way.
 
     Returns:
         float32 ``[rows, cdiv(width, block_size)]``, new; every slot written.
@@ -122,6 +139,7 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
         logits, logits.stride(0), out, row_ends, row_starts if row_starts is not None else row_ends,
         width, nblocks,
         RR=int(row_repeat), BS=bs, BSP=bsp, BJ=bj, HAS_START=row_starts is not None, PADDED=bool(padded),
-        FILL_DEAD=bool(fill_dead) or bool(padded), num_warps=4,
+        FILL_DEAD=bool(fill_dead) or bool(padded),
+        WHOLE=bool(SCORES_WHOLE_TILES if whole_tiles is None else whole_tiles) and not padded, num_warps=4,
     )
     return out

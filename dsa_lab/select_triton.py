@@ -363,6 +363,27 @@ def _scores2d(src_ptr, row_off, cols, valid, start, end, width,
 
 
 @triton.jit
+def _scores2d_whole(src_ptr, base_off, rel, cols, start, end,
+                    FUSED: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr):
+    """Scores of a 2-D tile lying wholly inside the row's live extent (every lane live).
+
+    ``rel``: int32 positions of the tile's columns (fused: blocks) from its first one, whose element sits at
+    ``src_ptr + base_off``.  No bounds mask and 32-bit offsets, so the compiler may vectorize the loads
+    (a per-element ``c < end`` mask has constancy 1 and forces 4-byte loads); same values as :func:`_scores2d`."""
+    if FUSED:
+        t = tl.arange(0, BSP)
+        c = rel[:, :, None] * BS + t[None, None, :]
+        if BSP == BS:
+            x = tl.load(src_ptr + base_off + c)
+        else:  # padded lanes belong to the next block
+            x = tl.load(src_ptr + base_off + c, mask=t[None, None, :] < BS, other=float("-inf"))
+        sc = tl_block_score(x, cols, start, end, 2, BS)
+    else:
+        sc = tl.load(src_ptr + base_off + rel)
+    return sc
+
+
+@triton.jit
 def _keys2d(src_ptr, row_off, cols, valid, start, end, width,
             FUSED: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr):
     """Packed keys of a 2-D tile of columns (fused: block ids); PAD_KEY where ``~valid``."""
@@ -510,7 +531,7 @@ def _hier_kernel(
     MIN_SG: tl.constexpr, WROW: tl.constexpr,
     LEN_MODE: tl.constexpr, HAS_START: tl.constexpr, FUSED: tl.constexpr,
     BS: tl.constexpr, BSP: tl.constexpr, RSEL: tl.constexpr, FLAGS: tl.constexpr, SHORTC: tl.constexpr,
-    SC2: tl.constexpr, KC2: tl.constexpr,
+    SC2: tl.constexpr, KC2: tl.constexpr, FASTA: tl.constexpr,
 ):
     """Exact top-k by nested group maxima.
 
@@ -591,7 +612,20 @@ def _hier_kernel(
                     sg = s0 + jt
                     cols = sg[:, None] * S + js[None, :]
                     valid = (sg[:, None] < hi) & (cols < L)
-                    sc = _scores2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
+                    if FASTA:  # tiles wholly inside the live extent load without a bounds mask
+                        if FUSED:
+                            whole = (s0 + NT <= hi) & ((s0 + NT) * (S * BS) <= tl.minimum(end, width) - start)
+                            boff = row_off + start + s0 * (S * BS)
+                        else:
+                            whole = (s0 + NT <= hi) & ((s0 + NT) * S <= L)
+                            boff = row_off + s0 * S
+                        if whole:
+                            sc = _scores2d_whole(src_ptr, boff, jt[:, None] * S + js[None, :], cols, start, end,
+                                                 FUSED, BS, BSP)
+                        else:
+                            sc = _scores2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
+                    else:
+                        sc = _scores2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
                     if FUSED:
                         # keep every level-1 group's best key too (8 bytes per G1 blocks, ~3% of the
                         # logits read at bs 8), so stage C need not re-read logits
@@ -710,11 +744,17 @@ HIER_SHORT_CHAIN: bool = True
 HIER_SHORT_CHAIN2: int | None = 64
 
 
+# Stage-A tiles wholly inside a row's live extent load without a bounds mask (32-bit offsets), so the loads may
+# vectorize; the row's last tile keeps the exact mask.  Predicted (sixth session): the fused stream (1.2-1.5 TB/s)
+# gains most; to be measured (scripts/gpu_tune_dev.py --section M).
+HIER_FAST_A: bool = False
+
+
 def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, block_size: int = 1,
               programs: int | None = None, direct: int | None = None, group: int | None = None,
               num_warps: int | None = None, rsel: bool | None = None, short_chain: bool | None = None,
               group2: int | None = None, short_chain2: bool | None = None,
-              kernel_flags: bool | None = None) -> dict:
+              kernel_flags: bool | None = None, fast_a: bool | None = None, nt: int | None = None) -> dict:
     """v2 ("hier") launch configuration, from shapes and device facts only.
 
     G1 = G2 = group size (8 for k <= 64: the three bitonic stages then see 512 keys each);
@@ -725,7 +765,8 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     ``short_chain2`` (default: unfused and KP <= :data:`HIER_SHORT_CHAIN2`): so do rows with at most KP super
     groups twice as wide (``SC2 = 2``; ``KC2`` their C-stage chunk).  ``kernel_flags`` (default: all but fused
     calls with more than twice as many rows as SMs): a ``with_flags`` call has the kernel write the flags, else
-    the flags kernel runs after it.
+    the flags kernel runs after it.  ``fast_a`` (default :data:`HIER_FAST_A`): stage-A tiles wholly inside the
+    live extent load without a bounds mask; ``nt``: super groups per stage-A tile (dev).
     """
     KP = max(2, _np2(k))
     bsp = _np2(block_size) if fused else 1
@@ -751,6 +792,10 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
         P = max(1, int(programs))
         MIN_SG = 1
     NT = max(1, _np2(max(1, (4096 if fused else 2048) // (S * bsp))))  # stage-A tile: 8-16 KB of loads
+    if nt is not None:
+        NT = max(1, _np2(nt))
+    if fast_a is None:
+        fast_a = HIER_FAST_A
     SB = max(KP, min(_np2(NSG), max(1024, 4 * KP)))  # stage B in one tile where it fits
     KC = max(1, min(KP, _np2(max(1, 4096 // (S * bsp)))))
     if direct is None:
@@ -782,7 +827,7 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     KC2 = max(1, min(KP, _np2(max(1, 4096 // (S * SC2 * bsp)))))
     return dict(algo="hier", P=P, KP=KP, G1=G1, G2=G2, NSG=NSG, NT=NT, SB=SB, KC=KC, DT=DT,
                 MIN_SG=MIN_SG, num_warps=nw, rsel=rsel, short_chain=bool(short_chain), SC2=SC2, KC2=KC2,
-                kernel_flags=bool(kernel_flags))
+                kernel_flags=bool(kernel_flags), fast_a=bool(fast_a))
 
 
 # Rows whose KP = next_pow2(k) is at least this take the radix select (dsa_lab.select_radix_triton) instead of
@@ -890,6 +935,7 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
             KC=cfg["KC"], DT=cfg["DT"], MIN_SG=cfg["MIN_SG"], WROW=wrow,
             LEN_MODE=len_mode, HAS_START=start_t is not None, FUSED=fused, BS=bs, BSP=_np2(bs),
             RSEL=cfg["rsel"], FLAGS=kflags, SHORTC=cfg["short_chain"], SC2=cfg["SC2"], KC2=cfg["KC2"],
+            FASTA=cfg["fast_a"],
             num_warps=cfg["num_warps"],
         )
         return out if kflags else _separate_flags(out, flags, width, start_t, bs, rr)
@@ -992,13 +1038,16 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
         return (res, flags.zero_()) if with_flags else res
     if fused is None:
         fused = False  # measured: see the docstring; fused=True + algo radix raises in plan()
+    cfg = dict(config or {})
+    whole = cfg.pop("scores_whole", None)  # unfused: the scores kernel's whole_tiles (dev A/B)
     if fused:
         ids = _launch(logits, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
-                      2, True, bs, config, flags)
+                      2, True, bs, cfg, flags)
         return (ids, flags) if with_flags else ids
     from .scores_triton import block_scores_triton
 
-    sc = block_scores_triton(logits, row_ends, row_starts, bs, row_repeat, fill_dead=False)  # read < extent only
+    sc = block_scores_triton(logits, row_ends, row_starts, bs, row_repeat, fill_dead=False,
+                             whole_tiles=whole)  # read < extent only
     ids = _launch(sc, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
-                  2, False, bs, config, flags)
+                  2, False, bs, cfg, flags)
     return (ids, flags) if with_flags else ids

@@ -1,6 +1,6 @@
 """Dev measurement (H200): choose the dispatch of ``impl="triton"`` from measured variants.
 
-    DSA_LAB_COMMIT=... python3 scripts/gpu_tune_dev.py --section A..J [--check-only] [--out DIR] [--max-s S]
+    DSA_LAB_COMMIT=... python3 scripts/gpu_tune_dev.py --section A..M [--check-only] [--out DIR] [--max-s S]
 
 Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``full_stage_inputs``):
 
@@ -29,6 +29,9 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
   with P forced to 2 / 4 at 128-640 rows x 256K (k = 2048 / 512).
 * ``L`` after K: hier with super groups of 8 x 16 (``group2``; the short chain then covers 64K) at k = 64, select
   and full stage; the fused plan's P >= 4 against one program per row; the radix split rule at 64K.
+* ``M`` sixth session: stage-A tiles wholly inside the live extent loaded without a bounds mask (``fast_a``), the
+  scores kernel's whole tiles (``scores_whole``), fused P = 8 / 8192-logit tiles, full stage with flags at 4K-256K;
+  select stage with both short chains off (the 256K regression of 851a4a9) beside the default.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -216,6 +219,23 @@ def points(section):
             pts.append(("select", 65536, 32, 4, k, "normal", {"default": None, "r34_p2": old_r}))
             pts.append(("select", 65536, 32, 5, k, "normal",
                         {"default": None, "before": {"algo": "radix"} if k == 2048 else {"algo": "hier"}}))
+    elif section == "M":  # sixth session: unmasked whole tiles in stage A / the scores kernel; the 256K regression
+        fa = {"fast_a": True}
+        # full stage with flags (the sweep's full stage): unfused composition and fused kernel, whole tiles on / off
+        fvar = {"fold_unfused": None, "fold_unfused_fast": {**fa, "scores_whole": True},
+                "fold_unfused_swhole": {"scores_whole": True},
+                "fold_fused": None, "fold_fused_fast": fa, "fold_fused_fast_p8": {**fa, "programs": 8},
+                "fold_fused_fast_nt16": {**fa, "nt": 16}}
+        for ctx, conc, nn in ((262144, 128, 5), (262144, 32, 5), (262144, 1, 1), (65536, 128, 5), (65536, 1, 1),
+                              (16384, 128, 5), (4096, 128, 5), (262144, 32, 1)):
+            pts.append(("full", ctx, conc, nn, 64, "normal", fvar))
+        # select stage: whole tiles in stage A; both short chains off (the 2-4% 256K regression of 851a4a9)
+        svar = {"default": None, "fast": fa, "fast_nt64": {**fa, "nt": 64},
+                "chains_off": {"short_chain": False, "short_chain2": False}, "chain2_off": {"short_chain2": False}}
+        for ctx, conc, nn in ((262144, 1, 1), (262144, 128, 5), (262144, 32, 5), (65536, 128, 5), (65536, 1, 1)):
+            pts.append(("select", ctx, conc, nn, 64, "normal", svar))
+        pts.append(("select", 262144, 128, 5, 64, "equal", {"default": None, "fast": fa}))
+        pts.append(("select", 262144, 128, 5, 512, "normal", {"default": None, "fast": fa}))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts

@@ -44,8 +44,9 @@ def test_block_scores_match_torch(rows, width, bs, rr, ends, starts, padded, fre
     assert same_bits(got, want), f"seed={fresh_seed}\n{got}\n{want}"
 
 
+@pytest.mark.parametrize("whole", [False, True], ids=["masked", "whole-tiles"])
 @pytest.mark.parametrize("fill_dead", [True, False], ids=["fill-dead", "skip-dead"])
-def test_block_scores_many_programs_per_row(fill_dead, fresh_seed):
+def test_block_scores_many_programs_per_row(fill_dead, whole, fresh_seed):
     """Rows spanning several 512-block programs: programs wholly past a row's extent skip the loads; with
     fill_dead they write -inf (every slot bit-identical to torch), without it the slots up to the extent
     (the live blocks and the pinned newest one, even past the width) still are."""
@@ -55,7 +56,7 @@ def test_block_scores_many_programs_per_row(fill_dead, fresh_seed):
     x[torch.rand(rows, width, generator=gen) < 0.01] = NAN
     e = torch.tensor([40000, 4100, 0, 39990, 45000])
     st = torch.tensor([0, 100, 0, 39000, 38000])  # last row: end past the width, newest block past it
-    got = block_scores_triton(x, e, st, bs, 1, fill_dead=fill_dead)
+    got = block_scores_triton(x, e, st, bs, 1, fill_dead=fill_dead, whole_tiles=whole)
     want = block_scores_torch(x, e, st, bs, 1)
     if fill_dead:
         assert same_bits(got, want), f"seed={fresh_seed}"
@@ -64,6 +65,25 @@ def test_block_scores_many_programs_per_row(fill_dead, fresh_seed):
         ext = max(-(-(max(min(end, width) - s0, 0)) // bs), (end - s0 - 1) // bs + 1 if end > s0 else 0)
         ext = min(ext, want.shape[1])
         assert same_bits(got[r, :ext], want[r, :ext]), f"row {r} seed={fresh_seed}"
+
+
+@pytest.mark.parametrize("bs", [3, 8])
+def test_block_scores_whole_tiles_same_bits(bs, fresh_seed):
+    """Programs whose tile lies wholly inside the live extent load without a bounds mask (``whole_tiles``): the
+    output equals the masked kernel's and torch's bit for bit, for a block size that pads lanes (3 -> 4) and one
+    that does not; ends inside, at and past a tile boundary; logits past each end are NaN (never read)."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    rows, width = 4, 9000
+    x = torch.randn(rows, width, generator=gen)
+    x[torch.rand(rows, width, generator=gen) < 0.02] = NAN
+    tile = 4096 // (4 if bs == 3 else bs) * bs  # columns per program
+    e = torch.tensor([width, tile, tile + 5, 2 * tile - 1])
+    for r in range(rows):
+        x[r, int(e[r]):] = NAN
+    for starts in (None, torch.tensor([0, 7, 0, 1000])):
+        got = block_scores_triton(x, e, starts, bs, 1, whole_tiles=True)
+        assert same_bits(got, block_scores_torch(x, e, starts, bs, 1)), f"bs={bs} starts={starts} seed={fresh_seed}"
+        assert same_bits(got, block_scores_triton(x, e, starts, bs, 1, whole_tiles=False))
 
 
 def test_block_scores_garbage_past_end_and_public_api():

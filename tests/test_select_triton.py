@@ -31,6 +31,8 @@ PATHS = [
     # the second short chain (super groups twice as wide): rows of 65-128 columns here, chain A beyond
     ("short_chain2", {"direct": 8, "group": 2, "programs": 5, "short_chain2": True}),
     ("rsel_short_chain2", {"direct": 8, "group": 2, "programs": 5, "short_chain2": True, "rsel": True}),
+    # stage-A tiles of one super group (nt 1): tiles wholly inside the row load unmasked (fast_a), the last masked
+    ("fast_a_multi", {"direct": 8, "group": 2, "programs": 5, "short_chain": False, "fast_a": True, "nt": 1}),
     # v2.2: the same stages with the register radix select in place of every tl.topk
     ("rsel_direct", {"rsel": True}),
     ("rsel_1prog", {"direct": 8, "group": 4, "rsel": True, "short_chain": False}),
@@ -185,6 +187,9 @@ BLOCK_PATHS = [
     ("rsel_multi", {"direct": 4, "group": 2, "programs": 3, "rsel": True, "short_chain": False}),
     ("rsel_short_chain", {"direct": 4, "group": 8, "programs": 3, "rsel": True}),
     ("fold_multi", {"algo": "fold", "tile": 16, "programs": 4}),
+    # stage A with unmasked whole tiles (nt 1: one super group per tile) and the scores kernel's whole tiles
+    ("fast_a_multi", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "fast_a": True, "nt": 1,
+                      "scores_whole": True}),
 ]
 
 
