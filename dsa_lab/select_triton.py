@@ -531,7 +531,7 @@ def _hier_kernel(
     MIN_SG: tl.constexpr, WROW: tl.constexpr,
     LEN_MODE: tl.constexpr, HAS_START: tl.constexpr, FUSED: tl.constexpr,
     BS: tl.constexpr, BSP: tl.constexpr, RSEL: tl.constexpr, FLAGS: tl.constexpr, SHORTC: tl.constexpr,
-    SC2: tl.constexpr, KC2: tl.constexpr, FASTA: tl.constexpr,
+    SC2: tl.constexpr, KC2: tl.constexpr, FASTA: tl.constexpr, PHASE: tl.constexpr,
 ):
     """Exact top-k by nested group maxima.
 
@@ -545,14 +545,23 @@ def _hier_kernel(
     KP*G1 blocks).  Rows with L <= DT take one direct top-k instead.
     ``P`` (programs per row) is a runtime argument so the many row counts of a sweep share one
     compiled kernel; ``MULTI = P > 1`` compiles the counter/merge code in or out.
+
+    ``PHASE`` 0: one launch does it all.  Two launches (``two_phase``): ``PHASE = 1`` (grid rows x P) only streams
+    stage A of the rows that need it; ``PHASE = 2`` (grid rows x 1) does everything else per row (direct and
+    short-chain rows whole, B-D of the others from the workspace; flags).  Stage A then runs with the registers of
+    stage A alone, not of the B-D chain compiled into the same kernel, so more programs stay resident.
     """
     S: tl.constexpr = G1 * G2
     row = tl.program_id(0)
     p = tl.program_id(1)
     L, start, end = _row_extent(row, len_ptr, start_ptr, n, width, LEN_MODE, HAS_START, RR, BS)
     row_off = row.to(tl.int64) * src_stride
+    if PHASE == 1:
+        own = p < 0  # the first of two launches only streams stage A: the second writes these rows
+    else:
+        own = p == 0
     if L <= DT:
-        if p == 0:
+        if own:
             if FLAGS:  # this program alone writes the row: zero its flags first
                 _flags_zero(flags_ptr, row, 0, n + 1, n, _FZT)
                 tl.debug_barrier()
@@ -575,7 +584,7 @@ def _hier_kernel(
     elif SHORTC and (L + S - 1) // S <= KP:
         # short chain: at most KP super groups, all chosen, so stage A (its stream, the arrival) buys nothing;
         # program 0 runs C-D over the row alone
-        if p == 0:
+        if own:
             if FLAGS:
                 _flags_zero(flags_ptr, row, 0, n + 1, n, _FZT)
                 tl.debug_barrier()
@@ -587,13 +596,19 @@ def _hier_kernel(
             sc2 = (L + S * SC2 - 1) // (S * SC2) <= KP
         if sc2:
             # second short chain: super groups SC2 times wider (level-1 groups unchanged), still at most KP of them
-            if p == 0:
+            if own:
                 if FLAGS:
                     _flags_zero(flags_ptr, row, 0, n + 1, n, _FZT)
                     tl.debug_barrier()
                 _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, (L + S * SC2 - 1) // (S * SC2),
                              start, end, width, k, WROW, NSG, KP, G1, G2 * SC2, SB, KC2, FUSED, BS, BSP, RSEL, FLAGS,
                              True)
+        elif PHASE == 2:  # stage A ran in the first launch: B-D from the workspace, one program per row
+            if FLAGS:
+                _flags_zero(flags_ptr, row, 0, n + 1, n, _FZT)
+                tl.debug_barrier()
+            _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, (L + S - 1) // S, start, end,
+                         width, k, WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, False)
         else:
             nsg = (L + S - 1) // S
             chunk = tl.maximum((nsg + P - 1) // P, MIN_SG)  # split derived on the device from L
@@ -638,20 +653,22 @@ def _hier_kernel(
                         best = _best_per_row(sc, cols, valid)
                     tl.store(ws_ptr + wbase + sg, best, mask=sg < hi)
                 tl.debug_barrier()
-                if not MULTI:  # one program per row: no counter, no merge (compiled away)
-                    _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, start, end, width, k,
-                                 WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, False)
-                else:
-                    if n_act == 1:
+                if PHASE != 1:  # (PHASE 1: the second launch finishes the row)
+                    if not MULTI:  # one program per row: no counter, no merge (compiled away)
                         _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, start, end, width, k,
                                      WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, False)
                     else:
-                        old = tl.atomic_add(cnt_ptr + row, 1, sem="acq_rel")
-                        if old == n_act - 1:
-                            tl.debug_barrier()
-                            _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, start, end, width, k,
-                                         WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, False)
-                            tl.store(cnt_ptr + row, 0)  # reset for the next call / graph replay
+                        if n_act == 1:
+                            _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, start, end,
+                                         width, k, WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, False)
+                        else:
+                            old = tl.atomic_add(cnt_ptr + row, 1, sem="acq_rel")
+                            if old == n_act - 1:
+                                tl.debug_barrier()
+                                _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, start,
+                                             end, width, k, WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL,
+                                             FLAGS, False)
+                                tl.store(cnt_ptr + row, 0)  # reset for the next call / graph replay
 
 
 # ---------------------------------------------------------------------------
@@ -750,11 +767,19 @@ HIER_SHORT_CHAIN2: int | None = 64
 HIER_FAST_A: bool = False
 
 
+def _two_phase_default(rows: int, sm: int, fused: bool) -> bool:
+    """Stage A in a launch of its own (:func:`_hier_kernel`'s ``PHASE``).  Predicted (sixth session): the fused
+    stage A, compiled with the B-D chain, streams logits at ~1.6 TB/s (tune_dev_M.csv: 640 x 256K 411 µs) where
+    the scores kernel alone streams ~4 TB/s; alone it should approach that.  To be measured (section N)."""
+    return False
+
+
 def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, block_size: int = 1,
               programs: int | None = None, direct: int | None = None, group: int | None = None,
               num_warps: int | None = None, rsel: bool | None = None, short_chain: bool | None = None,
               group2: int | None = None, short_chain2: bool | None = None,
-              kernel_flags: bool | None = None, fast_a: bool | None = None, nt: int | None = None) -> dict:
+              kernel_flags: bool | None = None, fast_a: bool | None = None, nt: int | None = None,
+              two_phase: bool | None = None, num_warps2: int | None = None) -> dict:
     """v2 ("hier") launch configuration, from shapes and device facts only.
 
     G1 = G2 = group size (8 for k <= 64: the three bitonic stages then see 512 keys each);
@@ -766,7 +791,9 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     groups twice as wide (``SC2 = 2``; ``KC2`` their C-stage chunk).  ``kernel_flags`` (default: all but fused
     calls with more than twice as many rows as SMs): a ``with_flags`` call has the kernel write the flags, else
     the flags kernel runs after it.  ``fast_a`` (default :data:`HIER_FAST_A`): stage-A tiles wholly inside the
-    live extent load without a bounds mask; ``nt``: super groups per stage-A tile (dev).
+    live extent load without a bounds mask; ``nt``: super groups per stage-A tile (dev).  ``two_phase`` (default
+    :func:`_two_phase_default`): stage A in its own launch, B-D (and the direct / short-chain rows) in a second
+    with ``num_warps2`` warps (default: ``num_warps``).
     """
     KP = max(2, _np2(k))
     bsp = _np2(block_size) if fused else 1
@@ -825,9 +852,12 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
         # vs 56.0); the unfused select kernel writes them (tune_dev_I)
         kernel_flags = not (fused and rows > 2 * sm)
     KC2 = max(1, min(KP, _np2(max(1, 4096 // (S * SC2 * bsp)))))
+    if two_phase is None:
+        two_phase = _two_phase_default(rows, sm, fused)
     return dict(algo="hier", P=P, KP=KP, G1=G1, G2=G2, NSG=NSG, NT=NT, SB=SB, KC=KC, DT=DT,
                 MIN_SG=MIN_SG, num_warps=nw, rsel=rsel, short_chain=bool(short_chain), SC2=SC2, KC2=KC2,
-                kernel_flags=bool(kernel_flags), fast_a=bool(fast_a))
+                kernel_flags=bool(kernel_flags), fast_a=bool(fast_a), two_phase=bool(two_phase),
+                num_warps2=int(num_warps2 or nw))
 
 
 # Rows whose KP = next_pow2(k) is at least this take the radix select (dsa_lab.select_radix_triton) instead of
@@ -927,17 +957,23 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
     if cfg["algo"] == "hier":
         wrow = cfg["NSG"] + KP + KP * cfg["G2"] * cfg["SC2"] + (cfg["NSG"] * cfg["G2"] if fused else 0)
         ws = torch.empty((rows * wrow,), dtype=torch.int64, device=dev)
-        cnt = _counters(dev, rows) if P > 1 else dummy
         kflags = flags is not None and cfg["kernel_flags"]
-        _hier_kernel[(rows, P)](
-            src, stride, lens, starts, out, ws, cnt, flags if kflags else dummy, n, width, k, P,
-            MULTI=P > 1, RR=rr, KP=KP, G1=cfg["G1"], G2=cfg["G2"], NSG=cfg["NSG"], NT=cfg["NT"], SB=cfg["SB"],
-            KC=cfg["KC"], DT=cfg["DT"], MIN_SG=cfg["MIN_SG"], WROW=wrow,
-            LEN_MODE=len_mode, HAS_START=start_t is not None, FUSED=fused, BS=bs, BSP=_np2(bs),
-            RSEL=cfg["rsel"], FLAGS=kflags, SHORTC=cfg["short_chain"], SC2=cfg["SC2"], KC2=cfg["KC2"],
-            FASTA=cfg["fast_a"],
-            num_warps=cfg["num_warps"],
-        )
+        two = cfg["two_phase"]
+        cnt = _counters(dev, rows) if (P > 1 and not two) else dummy
+        common = dict(RR=rr, KP=KP, G1=cfg["G1"], G2=cfg["G2"], NSG=cfg["NSG"], NT=cfg["NT"], SB=cfg["SB"],
+                      KC=cfg["KC"], DT=cfg["DT"], MIN_SG=cfg["MIN_SG"], WROW=wrow,
+                      LEN_MODE=len_mode, HAS_START=start_t is not None, FUSED=fused, BS=bs, BSP=_np2(bs),
+                      RSEL=cfg["rsel"], SHORTC=cfg["short_chain"], SC2=cfg["SC2"], KC2=cfg["KC2"],
+                      FASTA=cfg["fast_a"])
+        if two:  # stage A alone (no counter, no flags), then one program per row for everything else
+            _hier_kernel[(rows, P)](src, stride, lens, starts, out, ws, dummy, dummy, n, width, k, P,
+                                    MULTI=False, FLAGS=False, PHASE=1, num_warps=cfg["num_warps"], **common)
+            _hier_kernel[(rows, 1)](src, stride, lens, starts, out, ws, dummy, flags if kflags else dummy,
+                                    n, width, k, 1, MULTI=False, FLAGS=kflags, PHASE=2, num_warps=cfg["num_warps2"],
+                                    **common)
+        else:
+            _hier_kernel[(rows, P)](src, stride, lens, starts, out, ws, cnt, flags if kflags else dummy, n, width,
+                                    k, P, MULTI=P > 1, FLAGS=kflags, PHASE=0, num_warps=cfg["num_warps"], **common)
         return out if kflags else _separate_flags(out, flags, width, start_t, bs, rr)
     CAP = cfg["CAP"]
     if P > 1:

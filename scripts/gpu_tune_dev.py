@@ -32,6 +32,8 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
 * ``M`` sixth session: stage-A tiles wholly inside the live extent loaded without a bounds mask (``fast_a``), the
   scores kernel's whole tiles (``scores_whole``), fused P = 8 / 8192-logit tiles, full stage with flags at 4K-256K;
   select stage with both short chains off (the 256K regression of 851a4a9) beside the default.
+* ``N`` after M: stage A in a launch of its own (``two_phase``: B-D, direct and short-chain rows in a second
+  launch, one program per row), fused and unfused, full stage with flags at 4K-256K and the select stage.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -236,6 +238,22 @@ def points(section):
             pts.append(("select", ctx, conc, nn, 64, "normal", svar))
         pts.append(("select", 262144, 128, 5, 64, "equal", {"default": None, "fast": fa}))
         pts.append(("select", 262144, 128, 5, 512, "normal", {"default": None, "fast": fa}))
+    elif section == "N":  # after M: stage A in a launch of its own (two_phase), fused and unfused
+        fa = {"fast_a": True}
+        tp = {**fa, "two_phase": True}
+        fvar = {"fold_unfused": None, "fold_unfused_fast": fa, "fold_unfused_2p": tp,
+                "fold_fused": None, "fold_fused_fast": fa, "fold_fused_2p": tp,
+                "fold_fused_2p_kf": {**tp, "kernel_flags": True}, "fold_fused_2p_p8": {**tp, "programs": 8},
+                "fold_fused_2p_w8": {**tp, "num_warps2": 8}}
+        for ctx, conc, nn in ((262144, 128, 5), (262144, 32, 5), (262144, 32, 1), (262144, 8, 1), (262144, 1, 1),
+                              (65536, 128, 5), (65536, 32, 5), (65536, 1, 1), (16384, 128, 5), (16384, 32, 5),
+                              (4096, 128, 5), (4096, 32, 5)):
+            pts.append(("full", ctx, conc, nn, 64, "normal", fvar))
+        svar = {"default": None, "fast": fa, "fast_2p": tp, "fast_2p_p4": {**tp, "programs": 4},
+                "fast_2p_w4": {**tp, "num_warps": 4, "num_warps2": 8}}
+        for ctx, conc, nn in ((262144, 128, 5), (262144, 32, 5), (262144, 1, 1), (65536, 128, 5), (65536, 1, 1)):
+            pts.append(("select", ctx, conc, nn, 64, "normal", svar))
+        pts.append(("select", 262144, 128, 5, 512, "normal", {"default": None, "fast": fa, "fast_2p": tp}))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts

@@ -33,6 +33,10 @@ PATHS = [
     ("rsel_short_chain2", {"direct": 8, "group": 2, "programs": 5, "short_chain2": True, "rsel": True}),
     # stage-A tiles of one super group (nt 1): tiles wholly inside the row load unmasked (fast_a), the last masked
     ("fast_a_multi", {"direct": 8, "group": 2, "programs": 5, "short_chain": False, "fast_a": True, "nt": 1}),
+    # stage A in a launch of its own, then B-D / direct / short-chain rows one program per row (two_phase)
+    ("two_phase", {"direct": 8, "group": 2, "programs": 5, "two_phase": True}),
+    ("two_phase_chain_a", {"direct": 8, "group": 2, "programs": 5, "short_chain": False, "two_phase": True,
+                           "fast_a": True, "nt": 1}),
     # v2.2: the same stages with the register radix select in place of every tl.topk
     ("rsel_direct", {"rsel": True}),
     ("rsel_1prog", {"direct": 8, "group": 4, "rsel": True, "short_chain": False}),
@@ -190,6 +194,9 @@ BLOCK_PATHS = [
     # stage A with unmasked whole tiles (nt 1: one super group per tile) and the scores kernel's whole tiles
     ("fast_a_multi", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "fast_a": True, "nt": 1,
                       "scores_whole": True}),
+    # stage A in its own launch (fused: the level-1 keys through the workspace), then one program per row
+    ("two_phase", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "two_phase": True}),
+    ("two_phase_short", {"direct": 4, "group": 2, "programs": 3, "two_phase": True, "fast_a": True}),
 ]
 
 
