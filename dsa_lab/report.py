@@ -466,6 +466,36 @@ def producer_section(rows, meta, path, h: str) -> str:
     ])
 
 
+def latency_section(rows, meta, path, h: str) -> str:
+    """The 1-row targets against the floor of the chain's own steps (``scripts/gpu_latency_ladder.py``)."""
+    if not rows:
+        return ""
+    lad = [r for r in rows if r.get("what") == "ladder"]
+    sel = {(r["what"], r["context"]): r for r in rows if r.get("what", "").startswith("select")}
+    nws = sorted({r.get("num_warps") for r in lad}, reverse=True)
+    by = {(r["case"], r.get("num_warps")): r for r in lad}
+    body = [[c] + [fmt(by.get((c, w), {}).get("median_us")) for w in nws]
+            for c in dict.fromkeys(r["case"] for r in lad)]
+    out = [f"{h} Latency floor of the 1-row select chain\n", provenance(meta, rows, path),
+           "One program per launch, CUDA-graph timed; each stage loads its keys at an address that depends on the "
+           "previous stage's top-k, as the hier kernel's stages B → C → D do at one row (its stage A and the "
+           "arrival come before them). Every output checked against `torch.topk` first.\n",
+           table(["case"] + [f"{w} warps µs" for w in nws], body)]
+    ctxs = sorted({c for _, c in sel})
+    if ctxs:
+        out += ["\nIn the same process, 1 row, k = 64 (`triton` = the default dispatch):\n",
+                table(["context", "triton µs", "torch µs", "check"],
+                      [[ctx_label(c), fmt(sel.get(("select triton", c), {}).get("median_us")),
+                        fmt(sel.get(("select torch", c), {}).get("median_us")),
+                        sel.get(("select triton", c), {}).get("check") or "—"] for c in ctxs])]
+    three = by.get(("3 x topk 512 -> 64 (dependent: B, C, D)", nws[0] if nws else None))
+    if three and three.get("median_us") is not None:
+        out.append(f"\nThe three dependent 512 → 64 top-k stages alone, with their launch, take "
+                   f"{fmt(three['median_us'])} µs: against the 5 µs 1-row target that leaves "
+                   f"{fmt(5.0 - three['median_us'])} µs for stage A over the row and its arrival.\n")
+    return "\n".join(out)
+
+
 def seed_section(root: Path, h: str) -> str:
     d = root / "mi355x_seed"
     ctxs = _data.load_rows(d / "speedup_by_context.csv")
@@ -549,6 +579,11 @@ def build(data_dir: Path, *, itl_ms: float = 14.6, layers: int = 1, level: int =
     prod_path = data_dir / "producer_sweep.csv"
     parts.append("\n" + producer_section(_data.load_rows(prod_path),
                                          _data.load_meta(data_dir / "producer_sweep.meta.json"), prod_path, hh))
+    lat_path = data_dir / "latency_ladder.csv"
+    lat = latency_section(_data.load_rows(lat_path), _data.load_meta(data_dir / "latency_ladder.meta.json"),
+                          lat_path, hh)
+    if lat:
+        parts.append("\n" + lat)
     seed = seed_section(Path(seed_root) if seed_root else _data.data_root(), hh)
     if seed:
         parts.append("\n" + seed)

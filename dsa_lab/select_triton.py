@@ -761,16 +761,24 @@ HIER_SHORT_CHAIN: bool = True
 HIER_SHORT_CHAIN2: int | None = 64
 
 
-# Stage-A tiles wholly inside a row's live extent load without a bounds mask (32-bit offsets), so the loads may
-# vectorize; the row's last tile keeps the exact mask.  Predicted (sixth session): the fused stream (1.2-1.5 TB/s)
-# gains most; to be measured (scripts/gpu_tune_dev.py --section M).
-HIER_FAST_A: bool = False
+# Stage-A tiles wholly inside a row's live extent load without a bounds mask (32-bit offsets), so the loads
+# vectorize (sm_90 PTX: 16-byte loads instead of 4-byte ones); the row's last tile keeps the exact mask.  Predicted
+# (sixth session): the fused stream (1.2-1.5 TB/s) gains most.  Measured (tune_dev_M.csv, check_N.log, k = 64, same
+# process): 640 x 256K select 85.7 -> 79.1 µs, fused full 459 -> 411, unfused full 278 -> 270, k = 512 598 -> 587; but
+# 160 rows fused 161 -> 207 and 32 x 256K full 28.3 -> 31.2 (unfused); 1-8 rows within noise.  So: on beyond twice as
+# many rows as SMs (None), or forced by True / False.  The fused stream stayed at ~1.6 TB/s: not the load width.
+HIER_FAST_A: bool | None = None
 
 
 def _two_phase_default(rows: int, sm: int, fused: bool) -> bool:
-    """Stage A in a launch of its own (:func:`_hier_kernel`'s ``PHASE``).  Predicted (sixth session): the fused
-    stage A, compiled with the B-D chain, streams logits at ~1.6 TB/s (tune_dev_M.csv: 640 x 256K 411 µs) where
-    the scores kernel alone streams ~4 TB/s; alone it should approach that.  To be measured (section N)."""
+    """Stage A in a launch of its own (:func:`_hier_kernel`'s ``PHASE``)?  Never by default.  Predicted (sixth
+    session): the fused stage A, compiled with the B-D chain (96 registers at 4 warps, 29K PTX lines; alone: 80 and
+    2.2K), streams logits at ~1.6 TB/s where the scores kernel streams ~4 TB/s; alone it should approach that.
+    Measured (check_N.log, same process): it did not (fused 640 x 256K 411 -> 477 µs); the unfused select gained
+    at 160-640 x 256K with P = 4 (34.1 -> 28.1, 85.7 -> 77.6) but every 64K row count lost ~2 µs (its rows take the
+    second short chain, so the first launch is empty), and a width-only rule cannot tell the two apart; the fused
+    kernel with 8-warp B-D gained at 1-160 rows (1 x 256K 25.9 -> 20.6) but stayed slower than the unfused
+    composition.  Kept as an option (``two_phase=True``, ``num_warps2``) for the record and for tests."""
     return False
 
 
@@ -822,7 +830,7 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     if nt is not None:
         NT = max(1, _np2(nt))
     if fast_a is None:
-        fast_a = HIER_FAST_A
+        fast_a = HIER_FAST_A if HIER_FAST_A is not None else rows > 2 * sm
     SB = max(KP, min(_np2(NSG), max(1024, 4 * KP)))  # stage B in one tile where it fits
     KC = max(1, min(KP, _np2(max(1, 4096 // (S * bsp)))))
     if direct is None:

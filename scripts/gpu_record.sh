@@ -8,7 +8,8 @@
 #         graph (pytest -m gpu graph-capture tests),
 #         gputests (every gpu-marked test), sweep (select/full, resumable), stepprod (step + producer suites),
 #         fuzz (random cases, both arms), live (the notebooks' live callbacks on CUDA),
-#         radixdev (scripts/gpu_radix_dev.py: the experimental radix selects beside the default kernel).
+#         radixdev (scripts/gpu_radix_dev.py: the experimental radix selects beside the default kernel),
+#         ladder (scripts/gpu_latency_ladder.py: the 1-row chain's steps timed alone, beside the 1-row select).
 # BUDGET_S (default 570) bounds the whole run: time-boxed phases take what is left, keeping RESERVE_S for the
 # ones after them.  Everything lands in data/h200/ and is packed into $OUT/data_h200.tgz after each phase.
 set -u
@@ -76,6 +77,7 @@ for ph in "$@"; do
     fuzz) cli verify --scale gpu --no-matrix --fuzz "${FUZZ:-100000}" --fuzz-max-seconds "$(box 20)" \
             --record data/h200 --no-progress ;;
     live) python3 scripts/live_widgets_check.py ;;
+    ladder) timeout "$(box 0)" python3 scripts/gpu_latency_ladder.py data/h200/latency_ladder.csv ;;
     radixdev) python3 scripts/gpu_radix_dev.py data/h200 "$(box "${RESERVE_RADIX_S:-20}")" ;;
     *) echo "unknown phase $ph" ;;
   esac 2>&1 | tee -a "$OUT/log.txt"

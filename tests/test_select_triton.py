@@ -122,6 +122,12 @@ def test_grid_depends_only_on_shapes():
     assert st.plan(265, 32768, 64, facts, fused=True, block_size=8)["kernel_flags"] is False
     assert st.plan(640, 32768, 64, facts)["kernel_flags"] is True
     assert st.plan(1, 32768, 64, {**facts, "sm_count": 304})["P"] >= a["P"]  # more SMs, more programs
+    # unmasked whole stage-A tiles beyond 2 x SM rows (tune_dev_M / check_N), fused or not; two launches never
+    for fused in (False, True):
+        assert st.plan(264, 32768, 64, facts, fused=fused, block_size=8)["fast_a"] is False
+        assert st.plan(265, 32768, 64, facts, fused=fused, block_size=8)["fast_a"] is True
+        assert st.plan(640, 32768, 64, facts, fused=fused, block_size=8)["two_phase"] is False
+    assert st.plan(8, 32768, 64, facts, fast_a=True)["fast_a"] is True
 
 
 def test_row_repeat_and_public_api(fresh_seed):
