@@ -215,6 +215,32 @@ if tuneK[0]:
                                                           "fold_fused_p4_nw8"], stage="full")))
 
 # %% [markdown]
+# Why is the fused stream slow? Section M (sixth session) tried the cheapest suspect first: a tile's bounds mask
+# `c < end` has constancy 1, so every logit was a 4-byte load (the sm_90 PTX shows 32 `ld.global.b32` per thread
+# per tile). Tiles wholly inside the row's live extent now load without it (`fast_a`: 16-byte loads), and so can
+# the scores kernel's (`scores_whole`). Outcome: the select stage at 640 x 256K 85.7 → 79 µs and the fused full
+# stage 459 → 411, but the fused kernel at 160 rows lost (161 → 207), so `fast_a` is on only beyond twice as many
+# rows as SMs; the fused stream stayed near 1.6 TB/s, so the load width was not its limit. `chains_off` is the
+# 256K check of the fifth session's 2-4% regression: with both short chains compiled out, 256K is ~1% faster (1 row
+# 12.4 vs 12.7 µs) and 64K much slower (9.7 → 12.0): the chains stay.
+
+# %%
+tuneM = viz.load_records("tune_dev/tune_dev_M")
+print(viz.record_label(tuneM[1], tuneM[2]) if tuneM[0] else "NO RECORD")
+if tuneM[0]:
+    print(proofs.format_table(viz.variant_rows(tuneM[0], ["torch", "fold_unfused", "fold_unfused_fast",
+                                                          "fold_fused", "fold_fused_fast", "fold_fused_fast_p8"],
+                                               stage="full")))
+    print(proofs.format_table(viz.variant_rows(tuneM[0], ["torch", "default", "fast", "chains_off"], stage="select",
+                                               k=64)))
+
+# %% [markdown]
+# Section N then put stage A in a launch of its own (`two_phase`: B-D, and the direct / short-chain rows, in a
+# second launch with one program per row), so that stage A runs with its own registers (80 at 4 warps instead of
+# 96) and code (2.2K PTX lines instead of 29K). The fused stream did not speed up (640 x 256K 411 → 477 µs), so
+# neither occupancy nor code size was its limit either; the option stays off (`data/h200/tune_dev/check_N.log`: the
+# run's printout; its CSV did not come back from the device).
+#
 # The recorded sweep, final kernels: the fused arm's time over the default (unfused) arm's, per context.
 
 # %%
@@ -222,6 +248,17 @@ from dsa_lab import report
 
 print(viz.record_label(sweep[1], sweep[2]) if sweep[0] else "NO RECORD")
 print(report.fused_table(report.index(sweep[0])) if sweep[0] else "NO RECORD")
+
+# %% [markdown]
+# ## The latency floor of one row
+#
+# At one row the select kernel is a chain of dependent steps, not a stream. `scripts/gpu_latency_ladder.py` times
+# the chain's own steps alone (`dsa_lab.latency_triton`: one program per launch, each stage's load depending on the
+# previous stage's top-k, every output checked against `torch.topk`), beside the 1-row select in the same process:
+
+# %%
+lat = viz.load_records("latency_ladder")
+print(report.latency_section(lat[0], lat[1] or {}, lat[2], "###") if lat[0] else "NO RECORD")
 
 # %% [markdown]
 # ## The roofline, with measured ceilings

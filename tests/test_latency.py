@@ -44,7 +44,7 @@ def test_report_latency_section_from_a_recorded_format_csv(tmp_path):
 
     path = tmp_path / "latency_ladder.csv"
     assert report.latency_section([], {}, path, "###") == ""
-    cases = [c for c in lt.LADDER_CASES if c[1] <= 512]
+    cases = [c for c in lt.LADDER_CASES if c[1] <= 1024]
     for nw, t in ((8, 1.5), (4, 2.5)):
         stub = lambda fn, t=t: Timing(t, t, t, t, t, 1, 1, "cuda graph")  # noqa: E731
         for r in lt.ladder("cpu", cases, timer=stub, num_warps=nw):
@@ -54,4 +54,5 @@ def test_report_latency_section_from_a_recorded_format_csv(tmp_path):
                            "num_warps": "", "median_us": 12.5, "check": "ok", "context": 262144})
     md = report.latency_section(data.load_rows(path), {}, path, "###")
     assert "| 3 x topk 512 -> 64 (dependent: B, C, D) | 1.50 | 2.50 |" in md
-    assert "| 256K | 12.50 |" in md and "leaves 3.50 µs" in md
+    assert "| 256K | 12.50 |" in md and "three dependent 512 → 64 stages (the chain B → C → D) 1.50 µs" in md
+    assert "(12.50-12.50 µs)" in md
