@@ -488,6 +488,7 @@ def latency_section(rows, meta, path, h: str) -> str:
                       [[ctx_label(c), fmt(sel.get(("select triton", c), {}).get("median_us")),
                         fmt(sel.get(("select torch", c), {}).get("median_us")),
                         sel.get(("select triton", c), {}).get("check") or "—"] for c in ctxs])]
+
     def best(case):  # fastest over the warp counts
         ts = [r["median_us"] for (c, _), r in by.items() if c == case and r.get("median_us") is not None]
         return min(ts) if ts else None

@@ -100,9 +100,10 @@ def _np2(x: int) -> int:
     return 1 if x <= 1 else 1 << (int(x) - 1).bit_length()
 
 
-# Bounded kernel: programs whose tile lies wholly inside the row's live extent load without a bounds mask.
-# Predicted (sixth session): vectorized loads lift the scores stream from ~3.0-4.1 TB/s; to be measured
-# (scripts/gpu_tune_dev.py --section M).
+# Bounded kernel: programs whose tile lies wholly inside the row's live extent load without a bounds mask
+# (16-byte loads instead of 4-byte ones).  Predicted (sixth session): a faster scores stream.  Measured
+# (data/h200/tune_dev/tune_dev_M.csv, full stage, same process): within noise (640 x 256K 278.0 vs 276.9 µs,
+# 640 x 4K 44.9 vs 45.9), so off; kept as an option (``whole_tiles``), tested.
 SCORES_WHOLE_TILES: bool = False
 
 

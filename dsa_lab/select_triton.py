@@ -749,7 +749,7 @@ HIER_RSEL_MIN_KP: int | None = 512
 
 # Rows with at most KP super groups (k = 64: 512 < L <= 4096 columns, 16K-32K context at block size 8) skip stage A:
 # every super group is chosen anyway, so one program runs C-D (no stream of super maxima, no arrival).  Predicted
-# (fifth session): 16K 1 row 10.0 -> ~5.5 µs; to be measured (scripts/gpu_tune_dev.py --section K).
+# (fifth session): 16K 1 row 10.0 -> ~5.5 µs; measured below (scripts/gpu_tune_dev.py --section K).
 HIER_SHORT_CHAIN: bool = True
 # Measured (tune_dev_K.csv, k = 64, 16K): 1 row 10.0 -> 7.7 µs, 640 rows 30.3 -> 26.6; full stage 1 row 13.9 -> 11.7
 # (unfused), 640 rows fused 84.8 -> 61.7.
