@@ -384,6 +384,30 @@ def _scores2d_whole(src_ptr, base_off, rel, cols, start, end,
 
 
 @triton.jit
+def _l1_keys_whole(src_ptr, base_off, s0, start, end,
+                   NT: tl.constexpr, G1: tl.constexpr, G2: tl.constexpr, BS: tl.constexpr):
+    """Fused stage A on NT super groups lying wholly inside the row's live extent (block size ``BS`` a power of
+    two): the best key of each of their ``NT * G2`` level-1 groups, same bits as :func:`_scores2d` then
+    :func:`_best_per_row`.
+
+    One contiguous 1-D load of ``NT * G1 * G2 * BS`` logits from ``src_ptr + base_off`` (super group ``s0``'s
+    first logit), reshaped to [level-1 group, block, logit]: the load's layout then follows memory order (a warp
+    reads 512 contiguous bytes).  The 3-D pointer tile of :func:`_scores2d_whole` got a layout whose warps straddle
+    eight super groups 2 KB apart, and its keys took a float round trip and two reductions per group.  The block max
+    stays in the ordered-integer domain (NaN propagates as ``0x7FFFFFFF``, the newest block pinned to ``+inf``'s
+    ``0x7F800000``) and each level-1 key is one int64 max of packed keys.  Measured (H200,
+    ``scripts/gpu_stagea_dev.py``, stage A alone, 640 x 256K): 328 -> 175 µs (2.0 -> 3.8 TB/s; a bare load + max
+    155 µs)."""
+    S: tl.constexpr = G1 * G2
+    x = tl.load(src_ptr + base_off + tl.arange(0, NT * S * BS))
+    h = tl.max(tl_ordered_hi(tl.reshape(x, [NT * G2, G1, BS])), axis=2)
+    cols = (s0 * S + tl.arange(0, NT * G2)[:, None] * G1 + tl.arange(0, G1)[None, :]).to(tl.int64)
+    newest = tl.where(end > start, (end - start - 1) // BS, -1)
+    h = tl.where(cols == newest, 0x7F800000, h)
+    return tl.max((h.to(tl.int64) << 32) | (0xFFFFFFFF - cols), axis=1)
+
+
+@triton.jit
 def _keys2d(src_ptr, row_off, cols, valid, start, end, width,
             FUSED: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr):
     """Packed keys of a 2-D tile of columns (fused: block ids); PAD_KEY where ``~valid``."""
@@ -627,25 +651,38 @@ def _hier_kernel(
                     sg = s0 + jt
                     cols = sg[:, None] * S + js[None, :]
                     valid = (sg[:, None] < hi) & (cols < L)
-                    if FASTA:  # tiles wholly inside the live extent load without a bounds mask
-                        if FUSED:
-                            whole = (s0 + NT <= hi) & ((s0 + NT) * (S * BS) <= tl.minimum(end, width) - start)
-                            boff = row_off + start + s0 * (S * BS)
-                        else:
-                            whole = (s0 + NT <= hi) & ((s0 + NT) * S <= L)
-                            boff = row_off + s0 * S
+                    if FUSED and FASTA and BSP == BS:
+                        # whole tiles: one contiguous load, level-1 keys in the ordered-integer domain
+                        # (_l1_keys_whole); the row's last, partial tile keeps the exact bounds mask
+                        whole = (s0 + NT <= hi) & ((s0 + NT) * (S * BS) <= tl.minimum(end, width) - start)
                         if whole:
-                            sc = _scores2d_whole(src_ptr, boff, jt[:, None] * S + js[None, :], cols, start, end,
-                                                 FUSED, BS, BSP)
+                            l1k = _l1_keys_whole(src_ptr, row_off + start + s0 * (S * BS), s0, start, end,
+                                                 NT, G1, G2, BS)
                         else:
                             sc = _scores2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
+                            l1k = _best_per_row(tl.reshape(sc, [NT * G2, G1]), tl.reshape(cols, [NT * G2, G1]),
+                                                tl.reshape(valid, [NT * G2, G1]))
                     else:
-                        sc = _scores2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
+                        if FASTA:  # tiles wholly inside the live extent load without a bounds mask
+                            if FUSED:
+                                whole = (s0 + NT <= hi) & ((s0 + NT) * (S * BS) <= tl.minimum(end, width) - start)
+                                boff = row_off + start + s0 * (S * BS)
+                            else:
+                                whole = (s0 + NT <= hi) & ((s0 + NT) * S <= L)
+                                boff = row_off + s0 * S
+                            if whole:
+                                sc = _scores2d_whole(src_ptr, boff, jt[:, None] * S + js[None, :], cols, start, end,
+                                                     FUSED, BS, BSP)
+                            else:
+                                sc = _scores2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
+                        else:
+                            sc = _scores2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
+                        if FUSED:
+                            # keep every level-1 group's best key too (8 bytes per G1 blocks, ~3% of the
+                            # logits read at bs 8), so stage C need not re-read logits
+                            l1k = _best_per_row(tl.reshape(sc, [NT * G2, G1]), tl.reshape(cols, [NT * G2, G1]),
+                                                tl.reshape(valid, [NT * G2, G1]))
                     if FUSED:
-                        # keep every level-1 group's best key too (8 bytes per G1 blocks, ~3% of the
-                        # logits read at bs 8), so stage C need not re-read logits
-                        l1k = _best_per_row(tl.reshape(sc, [NT * G2, G1]), tl.reshape(cols, [NT * G2, G1]),
-                                            tl.reshape(valid, [NT * G2, G1]))
                         jl = s0 * G2 + tl.arange(0, NT * G2)
                         tl.store(ws_ptr + wbase + NSG + KP + KP * G2 + jl, l1k, mask=jl < hi * G2)
                         best = tl.max(tl.reshape(l1k, [NT, G2]), axis=1)

@@ -1,6 +1,6 @@
 """Dev measurement (H200): choose the dispatch of ``impl="triton"`` from measured variants.
 
-    DSA_LAB_COMMIT=... python3 scripts/gpu_tune_dev.py --section A..M [--check-only] [--out DIR] [--max-s S]
+    DSA_LAB_COMMIT=... python3 scripts/gpu_tune_dev.py --section A..O [--check-only] [--out DIR] [--max-s S]
 
 Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``full_stage_inputs``):
 
@@ -34,6 +34,9 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
   select stage with both short chains off (the 256K regression of 851a4a9) beside the default.
 * ``N`` after M: stage A in a launch of its own (``two_phase``: B-D, direct and short-chain rows in a second
   launch, one program per row), fused and unfused, full stage with flags at 4K-256K and the select stage.
+* ``O`` seventh session: the fused stage A's whole tiles as one contiguous 1-D load with keys in the
+  ordered-integer domain (``_l1_keys_whole``); fused (``fast_a``, 4 / 8 warps, 4 / 8 programs per row) against the
+  unfused composition, full stage with flags at 4K-256K, 1-640 rows; equal and 1% NaN values at 640 x 256K.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -254,6 +257,17 @@ def points(section):
         for ctx, conc, nn in ((262144, 128, 5), (262144, 32, 5), (262144, 1, 1), (65536, 128, 5), (65536, 1, 1)):
             pts.append(("select", ctx, conc, nn, 64, "normal", svar))
         pts.append(("select", 262144, 128, 5, 512, "normal", {"default": None, "fast": fa, "fast_2p": tp}))
+    elif section == "O":  # seventh session: fused stage A's whole tiles as one contiguous load (_l1_keys_whole)
+        fa = {"fast_a": True}
+        fvar = {"fold_unfused": None, "fold_fused": None, "fold_fused_fast": fa,
+                "fold_fused_fast_w8": {**fa, "num_warps": 8}, "fold_fused_fast_p8": {**fa, "programs": 8},
+                "fold_fused_fast_p8w8": {**fa, "programs": 8, "num_warps": 8}}
+        for ctx, conc, nn in ((262144, 128, 5), (262144, 32, 5), (262144, 32, 1), (262144, 1, 1),
+                              (65536, 128, 5), (65536, 32, 5), (65536, 32, 1), (65536, 1, 1),
+                              (16384, 128, 5), (16384, 32, 5), (16384, 32, 1), (4096, 128, 5), (4096, 32, 1)):
+            pts.append(("full", ctx, conc, nn, 64, "normal", fvar))
+        pts.append(("full", 262144, 128, 5, 64, "equal", {"fold_unfused": None, "fold_fused": None}))
+        pts.append(("full", 262144, 128, 5, 64, "nan1pct", {"fold_unfused": None, "fold_fused": None}))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts

@@ -252,6 +252,37 @@ def test_candidate_blocks_with_flags(path, cfg, fused, k, fresh_seed):
     assert got is fl and not len(bad), f"{path} fused={fused} k={k}: first bad (row, slot) {bad[:3].tolist()}"
 
 
+@pytest.mark.parametrize("nt", [1, 2])
+def test_fused_whole_tiles_newest_block(nt, fresh_seed):
+    """Fused stage A's whole tiles (``_l1_keys_whole``: one contiguous load, keys in the ordered-integer domain)
+    on rows whose live extent ends on a tile boundary, so the newest block (pinned to +inf) and NaN blocks lie
+    inside whole tiles; non-zero starts; the rows' last tiles whole or partial.  Ids and flags must equal the
+    exact reference's."""
+    from dsa_lab.flags import candidate_flags_torch
+
+    gen = torch.Generator().manual_seed(fresh_seed)
+    rows, width, bs, k = 4, 800, 8, 5
+    x = torch.randn(rows, width, generator=gen)
+    x[:, 3::8] = -x[:, 3::8].abs() - 50.0  # one lane of every block far below: the block max must skip it
+    x[:, [141, 277]] = NAN  # two NaN blocks per row (they rank above the pinned +inf; k leaves room for it)
+    # extents of 320 / 640 / 256 / 300 logits: multiples of the 32- and 64-logit tiles except the last
+    ends = torch.tensor([320, 640, 386, 300])
+    starts = torch.tensor([0, 0, 130, 0])
+    cfg = {"direct": 4, "group": 2, "programs": 2, "short_chain": False, "fast_a": True, "nt": nt}
+    ref = topk_select_reference(block_scores_torch(x, ends, starts, bs, 1), k)
+    out = poisoned(rows, k, "cpu")
+    fl = torch.full((rows, width // bs + 1), 0xAB, dtype=torch.uint8)
+    ids, got = st.select_candidate_blocks_triton(x, ends, k, starts, bs, 1, out, fused=True, config=cfg,
+                                                 with_flags=True, flags_out=fl)
+    assert_same_sets(ids, ref, f"whole tiles nt={nt} seed={fresh_seed}")
+    newest = ((ends - starts - 1) // bs).tolist()
+    for r in range(rows):  # the pinned block is always chosen
+        assert newest[r] in ids[r].tolist(), f"row {r}: newest block {newest[r]} not selected"
+    want = candidate_flags_torch(ref, width, starts, bs, 1)
+    bad = (got != want).nonzero()
+    assert not len(bad), f"whole tiles nt={nt}: first bad (row, slot) {bad[:3].tolist()}"
+
+
 def test_candidate_blocks_with_flags_public_api(fresh_seed):
     """dsa_lab.select_candidate_blocks(with_flags=True) on every arm equals candidate_flags of its own ids;
     a non-bool with_flags is a TypeError naming it."""
