@@ -1,6 +1,6 @@
 """Dev measurement (H200): choose the dispatch of ``impl="triton"`` from measured variants.
 
-    DSA_LAB_COMMIT=... python3 scripts/gpu_tune_dev.py --section A..O [--check-only] [--out DIR] [--max-s S]
+    DSA_LAB_COMMIT=... python3 scripts/gpu_tune_dev.py --section A..P [--check-only] [--out DIR] [--max-s S]
 
 Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``full_stage_inputs``):
 
@@ -37,6 +37,9 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
 * ``O`` seventh session: the fused stage A's whole tiles as one contiguous 1-D load with keys in the
   ordered-integer domain (``_l1_keys_whole``); fused (``fast_a``, 4 / 8 warps, 4 / 8 programs per row) against the
   unfused composition, full stage with flags at 4K-256K, 1-640 rows; equal and 1% NaN values at 640 x 256K.
+* ``P`` after O: the fused kernel in two launches (stage A alone with 4 / 8 warps and 4 / 8 programs per row, then
+  B-D with 8 warps; flags by the flags kernel or the second launch) against the single launch and the unfused
+  composition beyond twice as many rows as SMs (320 / 384 / 640 rows at 4K-256K; 160 x 256K).
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -268,6 +271,15 @@ def points(section):
             pts.append(("full", ctx, conc, nn, 64, "normal", fvar))
         pts.append(("full", 262144, 128, 5, 64, "equal", {"fold_unfused": None, "fold_fused": None}))
         pts.append(("full", 262144, 128, 5, 64, "nan1pct", {"fold_unfused": None, "fold_fused": None}))
+    elif section == "P":  # after O: the fused kernel in two launches (stage A alone, then 8-warp B-D) beyond 2 x SM rows
+        tp = {"fast_a": True, "two_phase": True, "num_warps2": 8}
+        fvar = {"fold_unfused": None, "fold_fused": None, "fold_fused_2p": tp,
+                "fold_fused_2p_w8": {**tp, "num_warps": 8}, "fold_fused_2p_w8p8": {**tp, "num_warps": 8, "programs": 8},
+                "fold_fused_2p_p8": {**tp, "programs": 8}, "fold_fused_2p_kf": {**tp, "kernel_flags": True}}
+        for ctx in (262144, 65536, 16384, 4096):
+            for conc, nn in ((128, 5), (128, 3), (64, 5)):
+                pts.append(("full", ctx, conc, nn, 64, "normal", fvar))
+        pts.append(("full", 262144, 32, 5, 64, "normal", fvar))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts
