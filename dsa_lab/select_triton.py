@@ -804,6 +804,10 @@ HIER_SHORT_CHAIN2: int | None = 64
 # process): 640 x 256K select 85.7 -> 79.1 µs, fused full 459 -> 411, unfused full 278 -> 270, k = 512 598 -> 587; but
 # 160 rows fused 161 -> 207 and 32 x 256K full 28.3 -> 31.2 (unfused); 1-8 rows within noise.  So: on beyond twice as
 # many rows as SMs (None), or forced by True / False.  The fused stream stayed at ~1.6 TB/s: not the load width.
+# Seventh session: the fused whole tiles became one contiguous 1-D load (``_l1_keys_whole``, block size a power of
+# two); measured (tune_dev_O.csv, full stage with flags, same process) fused 640 x 256K 411 -> 283.5 µs, 160 x 256K
+# 161.8 -> 99.2, 32 x 256K 45.1 -> 34.6, 160 x 64K 75.7 -> 54.3, 1-row and 4K-16K within noise or better: so fused
+# calls with such a block size take them at every row count (None).
 HIER_FAST_A: bool | None = None
 
 
@@ -867,7 +871,7 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     if nt is not None:
         NT = max(1, _np2(nt))
     if fast_a is None:
-        fast_a = HIER_FAST_A if HIER_FAST_A is not None else rows > 2 * sm
+        fast_a = HIER_FAST_A if HIER_FAST_A is not None else ((fused and bsp == block_size) or rows > 2 * sm)
     SB = max(KP, min(_np2(NSG), max(1024, 4 * KP)))  # stage B in one tile where it fits
     KC = max(1, min(KP, _np2(max(1, 4096 // (S * bsp)))))
     if direct is None:
@@ -882,8 +886,12 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
             direct = max(KP, 128)
     DT = max(KP, _np2(direct))
     # num_warps: measured on the H200 at k = 64 (tune_dev_B/C/D.csv): 8 warps beat 4 on the select kernel
-    # (1 row 18.3 -> 12.2 µs at 256K, 640 x 256K 111 -> 85 µs) but lost in fused mode (640 x 256K 454 -> 564)
-    nw = num_warps or (4 if (KP <= 128 and fused) else (8 if KP <= 512 else 16))
+    # (1 row 18.3 -> 12.2 µs at 256K, 640 x 256K 111 -> 85 µs) but lost in fused mode (640 x 256K 454 -> 564).
+    # With the fused whole tiles (tune_dev_O.csv) 8 warps win the fused kernel up to one row per SM (1 x 256K 24.2
+    # -> 17.3 µs, 32 x 256K 34.6 -> 28.5, 32 x 64K 25.8 -> 18.2, 32 x 4K 8.9 -> 7.4) and lose beyond (160 x 256K 99.2
+    # -> 117.3, 640 x 256K 283.6 -> 430.0)
+    fused_nw = 8 if rows <= sm else 4
+    nw = num_warps or (fused_nw if (KP <= 128 and fused) else (8 if KP <= 512 else 16))
     if rsel is None:
         rsel = HIER_RSEL_MIN_KP is not None and KP >= HIER_RSEL_MIN_KP
     if short_chain is None:

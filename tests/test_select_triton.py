@@ -122,12 +122,20 @@ def test_grid_depends_only_on_shapes():
     assert st.plan(265, 32768, 64, facts, fused=True, block_size=8)["kernel_flags"] is False
     assert st.plan(640, 32768, 64, facts)["kernel_flags"] is True
     assert st.plan(1, 32768, 64, {**facts, "sm_count": 304})["P"] >= a["P"]  # more SMs, more programs
-    # unmasked whole stage-A tiles beyond 2 x SM rows (tune_dev_M / check_N), fused or not; two launches never
+    # unmasked whole stage-A tiles beyond 2 x SM rows (tune_dev_M / check_N); fused with a power-of-two block size:
+    # always (the contiguous whole-tile load, tune_dev_O); two launches never
+    assert st.plan(264, 32768, 64, facts)["fast_a"] is False
+    assert st.plan(265, 32768, 64, facts)["fast_a"] is True
+    assert st.plan(1, 32768, 64, facts, fused=True, block_size=8)["fast_a"] is True
+    assert st.plan(264, 32768, 64, facts, fused=True, block_size=3)["fast_a"] is False
+    assert st.plan(265, 32768, 64, facts, fused=True, block_size=3)["fast_a"] is True
     for fused in (False, True):
-        assert st.plan(264, 32768, 64, facts, fused=fused, block_size=8)["fast_a"] is False
-        assert st.plan(265, 32768, 64, facts, fused=fused, block_size=8)["fast_a"] is True
         assert st.plan(640, 32768, 64, facts, fused=fused, block_size=8)["two_phase"] is False
     assert st.plan(8, 32768, 64, facts, fast_a=True)["fast_a"] is True
+    # fused warps: 8 up to one row per SM, 4 beyond (tune_dev_O); the select kernel 8 at k = 64
+    assert st.plan(132, 32768, 64, facts, fused=True, block_size=8)["num_warps"] == 8
+    assert st.plan(133, 32768, 64, facts, fused=True, block_size=8)["num_warps"] == 4
+    assert st.plan(640, 32768, 64, facts)["num_warps"] == 8
 
 
 def test_row_repeat_and_public_api(fresh_seed):
