@@ -304,6 +304,38 @@ def variant_rows(rows: list[dict], arms, *, k=None, dist=None, stage=None) -> li
     return out
 
 
+def stagea_rows(rows: list[dict]) -> list[dict]:
+    """Rows of the stage-A dev run (``scripts/gpu_stagea_dev.py`` -> ``data/<gpu>/tune_dev/stagea_dev.csv``: one row
+    per variant x tile x warps x programs per row x shape) as one table row per shape and variant: its fastest
+    configuration (median µs, GB/s of logits read, ``P / NT / num_warps``), its time over the fastest ``read``
+    (the bare load + max) of that shape, and the worst ``check`` among its configurations (``ok``, ``timing-only``
+    or the mismatch text).  Variants in the script's order; shapes by context, then rows (large first)."""
+    order = ["cur", "flat", "flat_hi", "scores", "read"]
+    best: dict = {}
+    checks: dict = {}
+    for r in rows:
+        key = (int(r["context"]), int(r["rows"]), str(r["variant"]))
+        c, prev = str(r.get("check", "")), checks.get(key)
+        if prev is None or (prev in ("ok", "timing-only") and c not in ("ok", "timing-only")):
+            checks[key] = c  # the first failing check wins
+        if key not in best or float(r["median_us"]) < float(best[key]["median_us"]):
+            best[key] = r
+    out = []
+    shapes = sorted({(c, n) for c, n, _ in best}, key=lambda t: (-t[0], -t[1]))
+    for ctx, n in shapes:
+        floor = best.get((ctx, n, "read"))
+        for v in sorted({v for c, nn, v in best if (c, nn) == (ctx, n)},
+                        key=lambda v: order.index(v) if v in order else len(order)):
+            r = best[(ctx, n, v)]
+            us = float(r["median_us"])
+            out.append({"context": ctx, "rows": n, "variant": v, "median_us": f"{us:.1f}",
+                        "GB/s": f"{float(r['gbps']):.0f}",
+                        "config": f"P {int(r['P'])} / NT {int(r['NT'])} / nw {int(r['num_warps'])}",
+                        "x read": f"{us / float(floor['median_us']):.2f}" if floor else "—",
+                        "check": checks[(ctx, n, v)]})
+    return out
+
+
 def float_max_table(path) -> str:
     """The recorded float-max check (``scripts/gpu_float_max_check.py``): per block, the contract's max and
     what ``torch.amax`` and a Triton ``tl.max`` returned on that GPU (``!`` marks a departure)."""

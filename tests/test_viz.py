@@ -278,3 +278,19 @@ def test_variant_rows():
     t = viz.variant_rows(rows, ["hier", "r30", "r32"], k=2048, dist="normal")
     assert len(t) == 1 and t[0]["fastest"] == "r32"
     assert viz.variant_rows(rows, ["r30"], stage="full") == []
+
+
+def test_stagea_rows():
+    def row(v, n, us, P=4, nw=4, check="ok"):
+        return {"variant": v, "rows": n, "context": 262144, "P": P, "NT": 8, "num_warps": nw, "median_us": us,
+                "gbps": n * 262144 * 4 / (us * 1e3), "check": check}
+    rows = [row("read", 640, 150.0, check="timing-only"), row("read", 640, 160.0, P=8, check="timing-only"),
+            row("cur", 640, 330.0), row("cur", 640, 300.0, nw=8), row("flat_hi", 640, 180.0, P=8, nw=8),
+            row("flat_hi", 640, 170.0, check="MISMATCH l1 3"), row("cur", 32, 20.0)]
+    t = viz.stagea_rows(rows)
+    assert [(r["rows"], r["variant"]) for r in t] == [(640, "cur"), (640, "flat_hi"), (640, "read"), (32, "cur")]
+    cur, hi, rd, small = t
+    assert cur["median_us"] == "300.0" and cur["config"] == "P 4 / NT 8 / nw 8" and cur["x read"] == "2.00"
+    assert cur["check"] == "ok" and rd["check"] == "timing-only" and rd["x read"] == "1.00"
+    assert hi["median_us"] == "170.0" and hi["check"] == "MISMATCH l1 3"  # a failing configuration is shown
+    assert small["x read"] == "—"  # no load-only row for that shape
