@@ -240,7 +240,43 @@ if tuneM[0]:
 # 96) and code (2.2K PTX lines instead of 29K). The fused stream did not speed up (640 x 256K 411 → 477 µs), so
 # neither occupancy nor code size was its limit either; the option stays off (`data/h200/tune_dev/check_N.log`: the
 # run's printout; its CSV did not come back from the device).
+
+# %% [markdown]
+# ### Seventh session: it was the tile's layout
 #
+# With the load width and the occupancy ruled out, `scripts/gpu_stagea_dev.py` took stage A out of the kernel: each
+# variant is a stand-alone kernel that streams whole rows and writes exactly what stage A writes (every level-1 and
+# super group's best key), checked on every slot against a torch reference before it is timed. `cur` is the kernel's
+# formulation: a 3-D `[NT, S, BS]` tile of pointers. Its compiled layout (triton 3.6, sm_90) spreads a warp over
+# eight super groups 2 KB apart, and its keys took a float round trip and two reductions per group. `flat` loads
+# the same logits as one contiguous 1-D vector reshaped to `[level-1 group, block, logit]`, so the layout follows
+# memory order (a warp reads 512 contiguous bytes); `flat_hi` also keeps the block maxima as ordered integers and
+# forms each level-1 key as one int64 max. `scores` and `read` drop the keys (timing only) and show the ceiling of
+# this loop shape. Per shape and variant, the fastest configuration:
+
+# %%
+stagea = viz.load_records("tune_dev/stagea_dev")
+print(viz.record_label(stagea[1], stagea[2]) if stagea[0] else "NO RECORD")
+if stagea[0]:
+    print(proofs.format_table(viz.stagea_rows(stagea[0])))
+
+# %% [markdown]
+# `flat_hi` went into the kernel (`_l1_keys_whole`, whole tiles at a power-of-two block size; the row's last tile
+# keeps the exact mask). Section O timed the whole fused kernel with it against the unfused composition (full stage
+# with flags; `fold_fused` the default plan of its commit, `_fast` whole tiles forced on, `_w8` 8 warps, `_p8` 8
+# programs per row): whole tiles now win at every row count, and 8 warps up to one row per SM, so those are the
+# fused defaults. The fused kernel still trails the unfused composition at 64K-256K beyond a few rows (its B-D
+# chain at 4 warps), and section P's two launches did not change that (`data/h200/tune_dev/tune_dev_P.csv`).
+
+# %%
+tuneO = viz.load_records("tune_dev/tune_dev_O")
+print(viz.record_label(tuneO[1], tuneO[2]) if tuneO[0] else "NO RECORD")
+if tuneO[0]:
+    print(proofs.format_table(viz.variant_rows(tuneO[0], ["torch", "fold_unfused", "fold_fused", "fold_fused_fast",
+                                                          "fold_fused_fast_w8", "fold_fused_fast_p8"],
+                                               stage="full", dist="normal")))
+
+# %% [markdown]
 # The recorded sweep, final kernels: the fused arm's time over the default (unfused) arm's, per context.
 
 # %%
