@@ -40,13 +40,45 @@ def tl_block_score(x, block_id, start, end, AXIS: tl.constexpr, BS: tl.constexpr
     return tl.where(block_id.to(tl.int64) == newest, float("inf"), s)
 
 
+@triton.jit
+def _bounded_tile(x_ptr, row_off, orow, jb, start, end, lend, n_ext, nblocks,
+                  BS: tl.constexpr, BSP: tl.constexpr, BJ: tl.constexpr, FILL_DEAD: tl.constexpr,
+                  WHOLE: tl.constexpr):
+    """Blocks ``[jb * BJ, jb * BJ + BJ)`` of one row (``orow``: the row's first output slot), bounded kernel: a
+    tile whose blocks all lie past the row's extent (no live column, not the newest) loads and computes nothing;
+    it writes ``-inf`` (``FILL_DEAD``) or nothing at all."""
+    j = jb * BJ + tl.arange(0, BJ)
+    t = tl.arange(0, BSP)
+    if jb * BJ >= n_ext:
+        if FILL_DEAD:
+            tl.store(orow + j, tl.full([BJ], float("-inf"), tl.float32), mask=j < nblocks)
+    else:
+        # 32-bit offsets from the row's start (columns lie below the width, < 2**31)
+        rel = j[:, None] * BS + t[None, :]
+        if WHOLE and (jb.to(tl.int64) + 1) * (BJ * BS) <= lend - start:
+            # every lane live: no bounds mask (a per-element mask forces 4-byte loads), offsets from the tile
+            tw = jb.to(tl.int64) * (BJ * BS)
+            rw = tl.arange(0, BJ)[:, None] * BS + t[None, :]
+            if BSP != BS:
+                x = tl.load(x_ptr + (row_off + start + tw) + rw, mask=t[None, :] < BS, other=float("-inf"))
+            else:
+                x = tl.load(x_ptr + (row_off + start + tw) + rw)
+        else:
+            live = rel < (lend - start).to(tl.int32)
+            if BSP != BS:  # padded lanes belong to the next block
+                live = live & (t[None, :] < BS)
+            x = tl.load(x_ptr + (row_off + start) + rel, mask=live, other=float("-inf"))
+        tl.store(orow + j, tl_block_score(x, j, start, end, 1, BS), mask=j < nblocks)
+
+
 # shape ints are not specialised (divisibility/==1 hints buy nothing here and would compile one
 # variant per k, width and split of a sweep or fuzz)
-@triton.jit(do_not_specialize=["width", "nblocks"])
+@triton.jit(do_not_specialize=["width", "nblocks", "Q"])
 def _block_scores_kernel(
-    x_ptr, x_stride, out_ptr, end_ptr, start_ptr, width, nblocks,
+    x_ptr, x_stride, out_ptr, end_ptr, start_ptr, width, nblocks, Q,
     RR: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, BJ: tl.constexpr,
     HAS_START: tl.constexpr, PADDED: tl.constexpr, FILL_DEAD: tl.constexpr, WHOLE: tl.constexpr,
+    LOOP: tl.constexpr,
 ):
     row = tl.program_id(0)
     jb = tl.program_id(1)
@@ -56,44 +88,34 @@ def _block_scores_kernel(
     if HAS_START:
         start = tl.minimum(tl.maximum(tl.load(start_ptr + g).to(tl.int64), 0), end)
     lend = tl.minimum(end, width)
-    j = jb * BJ + tl.arange(0, BJ)
-    t = tl.arange(0, BSP)
     row_off = row.to(tl.int64) * x_stride
-    optr = out_ptr + row.to(tl.int64) * nblocks + j
+    orow = out_ptr + row.to(tl.int64) * nblocks
     if PADDED:
         # upstream: read the whole padded width, mask after the load
+        j = jb * BJ + tl.arange(0, BJ)
+        t = tl.arange(0, BSP)
         c = start + j[:, None].to(tl.int64) * BS + t[None, :]
         lane = (t[None, :] < BS) & (j[:, None] < nblocks)
         live = lane & (c < lend)
         x = tl.load(x_ptr + row_off + c, mask=lane & (c < width), other=float("-inf"))
         x = tl.where(live, x, float("-inf"))
-        tl.store(optr, tl_block_score(x, j, start, end, 1, BS), mask=j < nblocks)
+        tl.store(orow + j, tl_block_score(x, j, start, end, 1, BS), mask=j < nblocks)
     else:
-        # bounded: a program whose blocks all lie past the row's extent (no live column, not the
-        # newest) loads and computes nothing: it writes -inf (FILL_DEAD) or nothing at all, so the
-        # kernel's time follows the live extent, not the padded width
+        # bounded: the kernel's time follows the live extent, not the padded width
         n_live = (tl.maximum(lend - start, 0) + BS - 1) // BS
         n_ext = tl.maximum(n_live, tl.where(end > start, (end - start - 1) // BS + 1, 0))
-        if jb * BJ >= n_ext:
+        if LOOP:
+            # Q programs per row stride over its tiles: a short row in a wide tensor costs its live tiles, not
+            # one (mostly idle) program per padded tile
             if FILL_DEAD:
-                tl.store(optr, tl.full([BJ], float("-inf"), tl.float32), mask=j < nblocks)
-        else:
-            # 32-bit offsets from the row's start (columns lie below the width, < 2**31)
-            rel = j[:, None] * BS + t[None, :]
-            if WHOLE and (jb.to(tl.int64) + 1) * (BJ * BS) <= lend - start:
-                # every lane live: no bounds mask (a per-element mask forces 4-byte loads), offsets from the tile
-                tw = jb.to(tl.int64) * (BJ * BS)
-                rw = tl.arange(0, BJ)[:, None] * BS + t[None, :]
-                if BSP != BS:
-                    x = tl.load(x_ptr + (row_off + start + tw) + rw, mask=t[None, :] < BS, other=float("-inf"))
-                else:
-                    x = tl.load(x_ptr + (row_off + start + tw) + rw)
+                ntiles = (nblocks + BJ - 1) // BJ
             else:
-                live = rel < (lend - start).to(tl.int32)
-                if BSP != BS:  # padded lanes belong to the next block
-                    live = live & (t[None, :] < BS)
-                x = tl.load(x_ptr + (row_off + start) + rel, mask=live, other=float("-inf"))
-            tl.store(optr, tl_block_score(x, j, start, end, 1, BS), mask=j < nblocks)
+                ntiles = (n_ext + BJ - 1) // BJ
+            for jt in range(jb, ntiles, Q):
+                _bounded_tile(x_ptr, row_off, orow, jt, start, end, lend, n_ext, nblocks, BS, BSP, BJ, FILL_DEAD,
+                              WHOLE)
+        else:
+            _bounded_tile(x_ptr, row_off, orow, jb, start, end, lend, n_ext, nblocks, BS, BSP, BJ, FILL_DEAD, WHOLE)
 
 
 def _np2(x: int) -> int:
@@ -107,8 +129,24 @@ def _np2(x: int) -> int:
 SCORES_WHOLE_TILES: bool = False
 
 
+# Bounded kernel, programs per row: None = one program per BJ-block tile of the padded width (most of them idle
+# on a short row); an int m = about m x SM programs in all, each row's programs striding over its tiles
+# (``programs_per_row``).  Predicted (eighth session): the idle programs cost the unfused full stage ~25 µs at
+# 640 rows of a 262144-wide tensor whatever the context.
+SCORES_PROGRAMS: int | None = None
+
+
+def programs_per_row(rows: int, nblocks: int, bj: int, sm_count: int, mult: int | None) -> int:
+    """Programs per row of the bounded scores kernel: every tile of the padded width (``mult`` None), else
+    about ``mult * sm_count`` programs in all, at least one per row, at most one per tile."""
+    ntiles = -(-nblocks // bj)
+    if mult is None:
+        return ntiles
+    return max(1, min(ntiles, -(-int(mult) * int(sm_count) // max(rows, 1))))
+
+
 def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_repeat=1, padded=False,
-                        fill_dead=True, whole_tiles=None):
+                        fill_dead=True, whole_tiles=None, programs=None):
     """Block scores of ``logits`` (arguments validated by :func:`dsa_lab.block_scores`).
 
     Args:
@@ -124,6 +162,8 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
             stores; the select kernels never read past the extent.
         whole_tiles: bounded only: programs whose tile lies wholly inside the live extent load without a
             bounds mask (default :data:`SCORES_WHOLE_TILES`); the same values either way.
+        programs: bounded only: programs per row (each strides over the row's tiles); None = the rule
+            :func:`programs_per_row` with :data:`SCORES_PROGRAMS`; the same values either way.
 
     Returns:
         float32 ``[rows, cdiv(width, block_size)]``, new; every slot written.
@@ -136,11 +176,21 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
         return out
     bsp = _np2(bs)
     bj = max(1, min(_np2(nblocks), 4096 // bsp))
-    _block_scores_kernel[(rows, triton.cdiv(nblocks, bj))](
+    ntiles = triton.cdiv(nblocks, bj)
+    if padded:
+        q = ntiles
+    elif programs is not None:
+        q = max(1, min(int(programs), ntiles))
+    else:
+        from ._impl import facts_for
+
+        q = programs_per_row(rows, nblocks, bj, int(facts_for(logits)["sm_count"]), SCORES_PROGRAMS)
+    _block_scores_kernel[(rows, q)](
         logits, logits.stride(0), out, row_ends, row_starts if row_starts is not None else row_ends,
-        width, nblocks,
+        width, nblocks, q,
         RR=int(row_repeat), BS=bs, BSP=bsp, BJ=bj, HAS_START=row_starts is not None, PADDED=bool(padded),
         FILL_DEAD=bool(fill_dead) or bool(padded),
-        WHOLE=bool(SCORES_WHOLE_TILES if whole_tiles is None else whole_tiles) and not padded, num_warps=4,
+        WHOLE=bool(SCORES_WHOLE_TILES if whole_tiles is None else whole_tiles) and not padded,
+        LOOP=q < ntiles and not padded, num_warps=4,
     )
     return out

@@ -215,13 +215,33 @@ def _reg_select(h, cand, k):
 
 
 @triton.jit
-def _flags_zero(flags_ptr, row, lo, hi, n, FZT: tl.constexpr):
-    """Zero bytes ``[lo, hi)`` of the row's flags (``uint8 [rows, n + 1]``)."""
+def _flags_zero(flags_ptr, row, lo, hi, n, FZT: tl.constexpr, WIDE: tl.constexpr):
+    """Zero bytes ``[lo, hi)`` of the row's flags (``uint8 [rows, n + 1]``).
+
+    ``WIDE`` (the tensor's first byte 16-byte aligned, checked by the launcher): the 8-byte words inside the
+    range as int64 stores, the at most 7 + 7 bytes around them as bytes.  A row is ``n + 1`` bytes, so its start
+    is rarely aligned and the byte-wise loop below (the default) stores one byte per lane."""
     base = row.to(tl.int64) * (n + 1)
-    j = tl.arange(0, FZT)
-    z = tl.zeros([FZT], tl.uint8)
-    for j0 in range(lo, hi, FZT):
-        tl.store(flags_ptr + base + j0 + j, z, mask=j0 + j < hi)
+    if WIDE:
+        a = base + lo
+        b = base + hi
+        a8 = (a + 7) // 8 * 8
+        b8 = b // 8 * 8
+        j8 = tl.arange(0, 8)
+        z8 = tl.zeros([8], tl.uint8)
+        tl.store(flags_ptr + a + j8, z8, mask=a + j8 < tl.minimum(a8, b))  # head
+        tl.store(flags_ptr + tl.maximum(b8, a) + j8, z8, mask=tl.maximum(b8, a) + j8 < b)  # tail
+        wp = (flags_ptr + a8).to(tl.pointer_type(tl.int64))
+        nw = (b8 - a8) // 8  # <= 0 when no whole word lies inside
+        jw = tl.arange(0, FZT // 8)
+        zw = tl.zeros([FZT // 8], tl.int64)
+        for w0 in range(0, nw, FZT // 8):
+            tl.store(wp + w0 + jw, zw, mask=w0 + jw < nw)
+    else:
+        j = tl.arange(0, FZT)
+        z = tl.zeros([FZT], tl.uint8)
+        for j0 in range(lo, hi, FZT):
+            tl.store(flags_ptr + base + j0 + j, z, mask=j0 + j < hi)
 
 
 @triton.jit
@@ -408,6 +428,23 @@ def _l1_keys_whole(src_ptr, base_off, s0, start, end,
 
 
 @triton.jit
+def _direct_keys_1d(src_ptr, row_off, L, start, end, width, DT: tl.constexpr, BS: tl.constexpr):
+    """Fused direct path (a row of at most DT blocks, block size ``BS`` a power of two): the packed keys of blocks
+    ``[0, DT)`` (PAD_KEY from L on), same bits as :func:`_keys2d` over ``[DT, 1]`` columns.  One contiguous 1-D
+    load of the row's live logits ``[start, min(end, width))`` reshaped to [block, logit], the block max in the
+    ordered-integer domain (NaN as ``0x7FFFFFFF``), the newest block pinned to ``+inf``'s ``0x7F800000``."""
+    i = tl.arange(0, DT * BS)
+    lim = (tl.minimum(end, width) - start).to(tl.int32)
+    x = tl.load(src_ptr + row_off + start + i, mask=i < lim, other=float("-inf"))
+    h = tl.max(tl.reshape(tl_ordered_hi(x), [DT, BS]), axis=1)
+    cols = tl.arange(0, DT)
+    newest = tl.where(end > start, (end - start - 1) // BS, -1)
+    h = tl.where(cols.to(tl.int64) == newest, 0x7F800000, h)
+    key = (h.to(tl.int64) << 32) | (0xFFFFFFFF - cols.to(tl.int64))
+    return tl.where(cols < L, key, _PAD)
+
+
+@triton.jit
 def _keys2d(src_ptr, row_off, cols, valid, start, end, width,
             FUSED: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr):
     """Packed keys of a 2-D tile of columns (fused: block ids); PAD_KEY where ``~valid``."""
@@ -555,7 +592,8 @@ def _hier_kernel(
     MIN_SG: tl.constexpr, WROW: tl.constexpr,
     LEN_MODE: tl.constexpr, HAS_START: tl.constexpr, FUSED: tl.constexpr,
     BS: tl.constexpr, BSP: tl.constexpr, RSEL: tl.constexpr, FLAGS: tl.constexpr, SHORTC: tl.constexpr,
-    SC2: tl.constexpr, KC2: tl.constexpr, FASTA: tl.constexpr, PHASE: tl.constexpr,
+    SC2: tl.constexpr, KC2: tl.constexpr, FASTA: tl.constexpr, PHASE: tl.constexpr, FZW: tl.constexpr,
+    DIRECT1D: tl.constexpr,
 ):
     """Exact top-k by nested group maxima.
 
@@ -587,7 +625,7 @@ def _hier_kernel(
     if L <= DT:
         if own:
             if FLAGS:  # this program alone writes the row: zero its flags first
-                _flags_zero(flags_ptr, row, 0, n + 1, n, _FZT)
+                _flags_zero(flags_ptr, row, 0, n + 1, n, _FZT, FZW)
                 tl.debug_barrier()
             jd = tl.arange(0, DT)
             cols = jd[:, None]
@@ -599,8 +637,12 @@ def _hier_kernel(
                 if FLAGS:
                     _flags_set(flags_ptr, row, jd, sel, start, width, n, BS)
             else:
-                kk = _keys2d(src_ptr, row_off, cols, cols < L, start, end, width, FUSED, BS, BSP)
-                top = _sorted_top(tl.reshape(kk, [DT]), KP, DT)
+                if FUSED and DIRECT1D and BSP == BS:
+                    kk = _direct_keys_1d(src_ptr, row_off, L, start, end, width, DT, BS)
+                else:
+                    kk = tl.reshape(_keys2d(src_ptr, row_off, cols, cols < L, start, end, width, FUSED, BS, BSP),
+                                    [DT])
+                top = _sorted_top(kk, KP, DT)
                 _write_out(out_ptr, row, top, k, KP)
                 if FLAGS:
                     _flags_set(flags_ptr, row, tl_key_index(top), (tl.arange(0, KP) < k) & tl_is_candidate(top),
@@ -610,7 +652,7 @@ def _hier_kernel(
         # program 0 runs C-D over the row alone
         if own:
             if FLAGS:
-                _flags_zero(flags_ptr, row, 0, n + 1, n, _FZT)
+                _flags_zero(flags_ptr, row, 0, n + 1, n, _FZT, FZW)
                 tl.debug_barrier()
             _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, (L + S - 1) // S, start, end,
                          width, k, WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, True)
@@ -622,14 +664,14 @@ def _hier_kernel(
             # second short chain: super groups SC2 times wider (level-1 groups unchanged), still at most KP of them
             if own:
                 if FLAGS:
-                    _flags_zero(flags_ptr, row, 0, n + 1, n, _FZT)
+                    _flags_zero(flags_ptr, row, 0, n + 1, n, _FZT, FZW)
                     tl.debug_barrier()
                 _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, (L + S * SC2 - 1) // (S * SC2),
                              start, end, width, k, WROW, NSG, KP, G1, G2 * SC2, SB, KC2, FUSED, BS, BSP, RSEL, FLAGS,
                              True)
         elif PHASE == 2:  # stage A ran in the first launch: B-D from the workspace, one program per row
             if FLAGS:
-                _flags_zero(flags_ptr, row, 0, n + 1, n, _FZT)
+                _flags_zero(flags_ptr, row, 0, n + 1, n, _FZT, FZW)
                 tl.debug_barrier()
             _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, (L + S - 1) // S, start, end,
                          width, k, WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, False)
@@ -640,7 +682,7 @@ def _hier_kernel(
             if p < n_act:
                 if FLAGS:  # the row's active programs zero one slice of its flags each, before they arrive
                     fper = (n + 1 + n_act - 1) // n_act
-                    _flags_zero(flags_ptr, row, p * fper, tl.minimum(p * fper + fper, n + 1), n, _FZT)
+                    _flags_zero(flags_ptr, row, p * fper, tl.minimum(p * fper + fper, n + 1), n, _FZT, FZW)
                 wbase = row.to(tl.int64) * WROW
                 lo = p * chunk
                 hi = tl.minimum(lo + chunk, nsg)
@@ -811,6 +853,13 @@ HIER_SHORT_CHAIN2: int | None = 64
 HIER_FAST_A: bool | None = None
 
 
+# Eighth session (predicted: each a small part of the 1-row full stage; measured by gpu_tune_dev.py --section Q):
+# the kernel's flags zeroing as 8-byte words where the tensor is 16-byte aligned (``flags_wide``), and the fused
+# direct path (rows of at most DT blocks) as one contiguous 1-D load (``direct1d``, power-of-two block size).
+HIER_FLAGS_WIDE: bool = False
+HIER_DIRECT1D: bool = False
+
+
 def _two_phase_default(rows: int, sm: int, fused: bool) -> bool:
     """Stage A in a launch of its own (:func:`_hier_kernel`'s ``PHASE``)?  Never by default.  Predicted (sixth
     session): the fused stage A, compiled with the B-D chain (96 registers at 4 warps, 29K PTX lines; alone: 80 and
@@ -828,7 +877,8 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
               num_warps: int | None = None, rsel: bool | None = None, short_chain: bool | None = None,
               group2: int | None = None, short_chain2: bool | None = None,
               kernel_flags: bool | None = None, fast_a: bool | None = None, nt: int | None = None,
-              two_phase: bool | None = None, num_warps2: int | None = None) -> dict:
+              two_phase: bool | None = None, num_warps2: int | None = None, flags_wide: bool | None = None,
+              direct1d: bool | None = None) -> dict:
     """v2 ("hier") launch configuration, from shapes and device facts only.
 
     G1 = G2 = group size (8 for k <= 64: the three bitonic stages then see 512 keys each);
@@ -842,7 +892,9 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     the flags kernel runs after it.  ``fast_a`` (default :data:`HIER_FAST_A`): stage-A tiles wholly inside the
     live extent load without a bounds mask; ``nt``: super groups per stage-A tile (dev).  ``two_phase`` (default
     :func:`_two_phase_default`): stage A in its own launch, B-D (and the direct / short-chain rows) in a second
-    with ``num_warps2`` warps (default: ``num_warps``).
+    with ``num_warps2`` warps (default: ``num_warps``).  ``flags_wide`` (default :data:`HIER_FLAGS_WIDE`): the
+    kernel zeroes flags as 8-byte words; ``direct1d`` (default :data:`HIER_DIRECT1D`): the fused direct path loads
+    the row as one contiguous 1-D tile.
     """
     KP = max(2, _np2(k))
     bsp = _np2(block_size) if fused else 1
@@ -910,7 +962,9 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     return dict(algo="hier", P=P, KP=KP, G1=G1, G2=G2, NSG=NSG, NT=NT, SB=SB, KC=KC, DT=DT,
                 MIN_SG=MIN_SG, num_warps=nw, rsel=rsel, short_chain=bool(short_chain), SC2=SC2, KC2=KC2,
                 kernel_flags=bool(kernel_flags), fast_a=bool(fast_a), two_phase=bool(two_phase),
-                num_warps2=int(num_warps2 or nw))
+                num_warps2=int(num_warps2 or nw),
+                flags_wide=bool(HIER_FLAGS_WIDE if flags_wide is None else flags_wide),
+                direct1d=bool(HIER_DIRECT1D if direct1d is None else direct1d))
 
 
 # Rows whose KP = next_pow2(k) is at least this take the radix select (dsa_lab.select_radix_triton) instead of
@@ -1017,7 +1071,8 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
                       KC=cfg["KC"], DT=cfg["DT"], MIN_SG=cfg["MIN_SG"], WROW=wrow,
                       LEN_MODE=len_mode, HAS_START=start_t is not None, FUSED=fused, BS=bs, BSP=_np2(bs),
                       RSEL=cfg["rsel"], SHORTC=cfg["short_chain"], SC2=cfg["SC2"], KC2=cfg["KC2"],
-                      FASTA=cfg["fast_a"])
+                      FASTA=cfg["fast_a"], DIRECT1D=cfg["direct1d"],
+                      FZW=cfg["flags_wide"] and kflags and flags.data_ptr() % 16 == 0)
         if two:  # stage A alone (no counter, no flags), then one program per row for everything else
             _hier_kernel[(rows, P)](src, stride, lens, starts, out, ws, dummy, dummy, n, width, k, P,
                                     MULTI=False, FLAGS=False, PHASE=1, num_warps=cfg["num_warps"], **common)
@@ -1129,6 +1184,13 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
         fused = False  # measured: see the docstring; fused=True + algo radix raises in plan()
     cfg = dict(config or {})
     whole = cfg.pop("scores_whole", None)  # unfused: the scores kernel's whole_tiles (dev A/B)
+    sprog = cfg.pop("scores_programs", None)  # unfused: the scores kernel's programs per row (dev A/B)
+    smult = cfg.pop("scores_mult", None)  # unfused: ... or its rule's multiple of the SM count (dev A/B)
+    if smult is not None and sprog is None:
+        from .scores_triton import programs_per_row
+
+        sprog = programs_per_row(rows, nblocks, min(_np2(nblocks), 4096 // _np2(bs)),
+                                 int(_impl.facts_for(logits)["sm_count"]), int(smult))
     if fused:
         ids = _launch(logits, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
                       2, True, bs, cfg, flags)
@@ -1136,7 +1198,7 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
     from .scores_triton import block_scores_triton
 
     sc = block_scores_triton(logits, row_ends, row_starts, bs, row_repeat, fill_dead=False,
-                             whole_tiles=whole)  # read < extent only
+                             whole_tiles=whole, programs=sprog)  # read < extent only
     ids = _launch(sc, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
                   2, False, bs, cfg, flags)
     return (ids, flags) if with_flags else ids

@@ -40,6 +40,10 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
 * ``P`` after O: the fused kernel in two launches (stage A alone with 4 / 8 warps and 4 / 8 programs per row, then
   B-D with 8 warps; flags by the flags kernel or the second launch) against the single launch and the unfused
   composition beyond twice as many rows as SMs (320 / 384 / 640 rows at 4K-256K; 160 x 256K).
+* ``Q`` eighth session, full stage with flags (k = 64, 4K-256K, 1-640 rows): the bounded scores kernel with
+  about 4 / 16 x SM programs striding over each row's tiles (``scores_mult``) against one program per padded
+  tile; the kernel's flags zeroed as 8-byte words (``flags_wide``); the fused direct path as one 1-D load
+  (``direct1d``); ids without flags (the flags' cost); select stage at 16K with groups of 4.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -280,6 +284,20 @@ def points(section):
             for conc, nn in ((128, 5), (128, 3), (64, 5)):
                 pts.append(("full", ctx, conc, nn, 64, "normal", fvar))
         pts.append(("full", 262144, 32, 5, 64, "normal", fvar))
+    elif section == "Q":  # eighth session: the scores kernel's idle programs, flags words, the fused direct 1-D load
+        fw = {"flags_wide": True}
+        fvar = {"fold_unfused": None, "fold_unfused_m4": {"scores_mult": 4}, "fold_unfused_m16": {"scores_mult": 16},
+                "fold_unfused_m4_fw": {"scores_mult": 4, **fw}, "fold_fused": None, "fold_fused_fw": fw,
+                "fold_fused_d1": {"direct1d": True}, "fold_fused_d1_fw": {"direct1d": True, **fw},
+                "unfused": None, "unfused_m4": {"scores_mult": 4}, "fused": None}
+        for ctx, conc, nn in ((4096, 1, 1), (4096, 32, 1), (4096, 128, 1), (4096, 128, 5),
+                              (16384, 1, 1), (16384, 32, 1), (16384, 128, 5),
+                              (65536, 1, 1), (65536, 32, 1), (65536, 128, 5),
+                              (262144, 1, 1), (262144, 32, 1), (262144, 32, 5), (262144, 128, 5)):
+            pts.append(("full", ctx, conc, nn, 64, "normal", fvar))
+        svar = {"default": None, "g4": {"group": 4}}
+        for conc, nn in ((1, 1), (8, 4), (32, 1), (128, 5)):
+            pts.append(("select", 16384, conc, nn, 64, "normal", svar))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts
@@ -316,6 +334,7 @@ def main():
     ap.add_argument("--max-s", type=float, default=300.0)
     ap.add_argument("--start", type=int, default=0, help="skip the first N points (a parallel --check-only compiler)")
     ap.add_argument("--smoke", action="store_true", help="CPU interpreter, tiny width, first points only (checks)")
+    ap.add_argument("--part", default=None, help="i/K: only points i, i+K, ... (parallel --check-only compilers)")
     a = ap.parse_args()
     dev, mml = ("cpu", 4096) if a.smoke else ("cuda", MML)
     if a.smoke:
@@ -323,6 +342,9 @@ def main():
     t0 = time.time()
     os.makedirs(a.out, exist_ok=True)
     pts = points(a.section)[a.start:]
+    if a.part:
+        i, kk = (int(v) for v in a.part.split("/"))
+        pts = pts[i::kk]
     if a.smoke:
         pts = [(st, min(c, mml), 1, 1, k, d, v) for st, c, cc, nn, k, d, v in pts[:2] + pts[-1:]]
     w = None

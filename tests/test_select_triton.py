@@ -211,6 +211,11 @@ BLOCK_PATHS = [
     # stage A in its own launch (fused: the level-1 keys through the workspace), then one program per row
     ("two_phase", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "two_phase": True}),
     ("two_phase_short", {"direct": 4, "group": 2, "programs": 3, "two_phase": True, "fast_a": True}),
+    # eighth session: flags zeroed as 8-byte words (rows of n + 1 bytes: every row's alignment differs; several
+    # programs' slices), the fused direct path as one 1-D load, the scores kernel striding with 2 programs per row
+    ("direct1d_flags_wide", {"direct1d": True, "flags_wide": True}),
+    ("multi_flags_wide", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "flags_wide": True,
+                          "scores_programs": 2}),
 ]
 
 
