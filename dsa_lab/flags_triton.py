@@ -12,7 +12,41 @@ import torch
 import triton
 import triton.language as tl
 
-__all__ = ["candidate_flags_triton", "fill_flags_triton"]
+__all__ = ["candidate_flags_triton", "fill_flags_triton", "tl_zero_flags"]
+
+
+@triton.jit
+def tl_zero_flags(flags_ptr, row, lo, hi, n, FZT: tl.constexpr, WIDE: tl.constexpr):
+    """Zero bytes ``[lo, hi)`` of the row's flags (``uint8 [rows, n + 1]``).
+
+    ``WIDE`` 1 (the tensor's first byte 16-byte aligned, checked by the launcher): the 8-byte words inside the
+    range as int64 stores, the at most 7 + 7 bytes around them as bytes.  A row is ``n + 1`` bytes, so its start
+    is rarely aligned and the byte-wise loop below (``WIDE`` 0, the default) stores one byte per lane.  ``WIDE`` 2:
+    nothing (an earlier launch zeroed the flags)."""
+    base = row.to(tl.int64) * (n + 1)
+    if WIDE == 2:
+        pass
+    elif WIDE == 1:
+        a = base + lo
+        b = base + hi
+        a8 = (a + 7) // 8 * 8
+        b8 = b // 8 * 8
+        j8 = tl.arange(0, 8)
+        z8 = tl.zeros([8], tl.uint8)
+        tl.store(flags_ptr + a + j8, z8, mask=a + j8 < tl.minimum(a8, b))  # head
+        tl.store(flags_ptr + tl.maximum(b8, a) + j8, z8, mask=tl.maximum(b8, a) + j8 < b)  # tail
+        wp = (flags_ptr + a8).to(tl.pointer_type(tl.int64))
+        nw = (b8 - a8) // 8  # <= 0 when no whole word lies inside
+        jw = tl.arange(0, FZT // 8)
+        zw = tl.zeros([FZT // 8], tl.int64)
+        for w0 in range(0, nw, FZT // 8):
+            tl.store(wp + w0 + jw, zw, mask=w0 + jw < nw)
+    else:
+        j = tl.arange(0, FZT)
+        z = tl.zeros([FZT], tl.uint8)
+        for j0 in range(lo, hi, FZT):
+            tl.store(flags_ptr + base + j0 + j, z, mask=j0 + j < hi)
+
 
 
 # shape ints are not specialised (divisibility/==1 hints buy nothing here and would compile one

@@ -21,6 +21,7 @@ import torch
 import triton
 import triton.language as tl
 
+from .flags_triton import tl_zero_flags
 from .keys_triton import tl_from_ordered_hi, tl_ordered_hi
 
 __all__ = ["block_scores_triton"]
@@ -75,13 +76,18 @@ def _bounded_tile(x_ptr, row_off, orow, jb, start, end, lend, n_ext, nblocks,
 # variant per k, width and split of a sweep or fuzz)
 @triton.jit(do_not_specialize=["width", "nblocks", "Q"])
 def _block_scores_kernel(
-    x_ptr, x_stride, out_ptr, end_ptr, start_ptr, width, nblocks, Q,
+    x_ptr, x_stride, out_ptr, end_ptr, start_ptr, flags_ptr, width, nblocks, Q,
     RR: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, BJ: tl.constexpr,
     HAS_START: tl.constexpr, PADDED: tl.constexpr, FILL_DEAD: tl.constexpr, WHOLE: tl.constexpr,
-    LOOP: tl.constexpr,
+    LOOP: tl.constexpr, ZF: tl.constexpr,
 ):
     row = tl.program_id(0)
     jb = tl.program_id(1)
+    if ZF > 0:
+        # the unfused composition's flags (uint8 [rows, nblocks + 1]): the row's Q programs zero one slice each,
+        # so the select kernel after this launch only sets its bytes (ZF 1: byte stores, 2: 8-byte words)
+        fper = (nblocks + 1 + Q - 1) // Q
+        tl_zero_flags(flags_ptr, row, jb * fper, tl.minimum(jb * fper + fper, nblocks + 1), nblocks, 4096, ZF - 1)
     g = row // RR
     end = tl.maximum(tl.load(end_ptr + g).to(tl.int64), 0)
     start = tl.zeros([], tl.int64)
@@ -146,7 +152,7 @@ def programs_per_row(rows: int, nblocks: int, bj: int, sm_count: int, mult: int 
 
 
 def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_repeat=1, padded=False,
-                        fill_dead=True, whole_tiles=None, programs=None):
+                        fill_dead=True, whole_tiles=None, programs=None, zero_flags=None):
     """Block scores of ``logits`` (arguments validated by :func:`dsa_lab.block_scores`).
 
     Args:
@@ -164,6 +170,8 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
             bounds mask (default :data:`SCORES_WHOLE_TILES`); the same values either way.
         programs: bounded only: programs per row (each strides over the row's tiles); None = the rule
             :func:`programs_per_row` with :data:`SCORES_PROGRAMS`; the same values either way.
+        zero_flags: bounded only: a contiguous ``uint8 [rows, nblocks + 1]`` tensor this launch also zeroes
+            (every byte; the unfused select composition's flags, set by the select kernel after it).
 
     Returns:
         float32 ``[rows, cdiv(width, block_size)]``, new; every slot written.
@@ -185,12 +193,18 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
         from ._impl import facts_for
 
         q = programs_per_row(rows, nblocks, bj, int(facts_for(logits)["sm_count"]), SCORES_PROGRAMS)
+    zf = 0
+    if zero_flags is not None:
+        if padded or zero_flags.dtype != torch.uint8 or tuple(zero_flags.shape) != (rows, nblocks + 1) \
+                or not zero_flags.is_contiguous():
+            raise ValueError(f"zero_flags must be a contiguous uint8 [{rows}, {nblocks + 1}] tensor (bounded kernel)")
+        zf = 2 if zero_flags.data_ptr() % 16 == 0 else 1
     _block_scores_kernel[(rows, q)](
         logits, logits.stride(0), out, row_ends, row_starts if row_starts is not None else row_ends,
-        width, nblocks, q,
+        zero_flags if zero_flags is not None else out, width, nblocks, q,
         RR=int(row_repeat), BS=bs, BSP=bsp, BJ=bj, HAS_START=row_starts is not None, PADDED=bool(padded),
         FILL_DEAD=bool(fill_dead) or bool(padded),
         WHOLE=bool(SCORES_WHOLE_TILES if whole_tiles is None else whole_tiles) and not padded,
-        LOOP=q < ntiles and not padded, num_warps=4,
+        LOOP=q < ntiles and not padded, ZF=zf, num_warps=4,
     )
     return out

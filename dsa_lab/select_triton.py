@@ -64,6 +64,7 @@ import triton.language as tl
 from . import _checks, _impl
 from .keys import PAD_KEY
 from .keys_triton import tl_is_candidate, tl_key_index, tl_ordered_hi, tl_pack_key
+from .flags_triton import tl_zero_flags as _flags_zero
 from .scores_triton import tl_block_score
 
 __all__ = ["topk_select_triton", "select_candidate_blocks_triton", "plan"]
@@ -212,36 +213,6 @@ def _reg_select(h, cand, k):
         sel = above | (eq & (tl.cumsum(eq.to(tl.int32), 0) <= need))
     sel = tl.where(ncand <= k, cand, sel)
     return sel, tl.minimum(ncand, k)
-
-
-@triton.jit
-def _flags_zero(flags_ptr, row, lo, hi, n, FZT: tl.constexpr, WIDE: tl.constexpr):
-    """Zero bytes ``[lo, hi)`` of the row's flags (``uint8 [rows, n + 1]``).
-
-    ``WIDE`` (the tensor's first byte 16-byte aligned, checked by the launcher): the 8-byte words inside the
-    range as int64 stores, the at most 7 + 7 bytes around them as bytes.  A row is ``n + 1`` bytes, so its start
-    is rarely aligned and the byte-wise loop below (the default) stores one byte per lane."""
-    base = row.to(tl.int64) * (n + 1)
-    if WIDE:
-        a = base + lo
-        b = base + hi
-        a8 = (a + 7) // 8 * 8
-        b8 = b // 8 * 8
-        j8 = tl.arange(0, 8)
-        z8 = tl.zeros([8], tl.uint8)
-        tl.store(flags_ptr + a + j8, z8, mask=a + j8 < tl.minimum(a8, b))  # head
-        tl.store(flags_ptr + tl.maximum(b8, a) + j8, z8, mask=tl.maximum(b8, a) + j8 < b)  # tail
-        wp = (flags_ptr + a8).to(tl.pointer_type(tl.int64))
-        nw = (b8 - a8) // 8  # <= 0 when no whole word lies inside
-        jw = tl.arange(0, FZT // 8)
-        zw = tl.zeros([FZT // 8], tl.int64)
-        for w0 in range(0, nw, FZT // 8):
-            tl.store(wp + w0 + jw, zw, mask=w0 + jw < nw)
-    else:
-        j = tl.arange(0, FZT)
-        z = tl.zeros([FZT], tl.uint8)
-        for j0 in range(lo, hi, FZT):
-            tl.store(flags_ptr + base + j0 + j, z, mask=j0 + j < hi)
 
 
 @triton.jit
@@ -593,7 +564,7 @@ def _hier_kernel(
     LEN_MODE: tl.constexpr, HAS_START: tl.constexpr, FUSED: tl.constexpr,
     BS: tl.constexpr, BSP: tl.constexpr, RSEL: tl.constexpr, FLAGS: tl.constexpr, SHORTC: tl.constexpr,
     SC2: tl.constexpr, KC2: tl.constexpr, FASTA: tl.constexpr, PHASE: tl.constexpr, FZW: tl.constexpr,
-    DIRECT1D: tl.constexpr,
+    DIRECT1D: tl.constexpr, SC3: tl.constexpr, G1S: tl.constexpr, G2S: tl.constexpr, KC3: tl.constexpr,
 ):
     """Exact top-k by nested group maxima.
 
@@ -647,6 +618,15 @@ def _hier_kernel(
                 if FLAGS:
                     _flags_set(flags_ptr, row, tl_key_index(top), (tl.arange(0, KP) < k) & tl_is_candidate(top),
                                start, width, n, BS)
+    elif SC3 and (L + G1S * G2S - 1) // (G1S * G2S) <= KP:
+        # narrow chain: rows of at most KP super groups of G1S * G2S columns (k = 64: 2048 columns, 16K context)
+        # take level-1 groups of G1S (< G1): C sees KP * G2S level-1 maxima, D only KP * G1S columns
+        if own:
+            if FLAGS:
+                _flags_zero(flags_ptr, row, 0, n + 1, n, _FZT, FZW)
+                tl.debug_barrier()
+            _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, (L + G1S * G2S - 1) // (G1S * G2S),
+                         start, end, width, k, WROW, NSG, KP, G1S, G2S, SB, KC3, FUSED, BS, BSP, RSEL, FLAGS, True)
     elif SHORTC and (L + S - 1) // S <= KP:
         # short chain: at most KP super groups, all chosen, so stage A (its stream, the arrival) buys nothing;
         # program 0 runs C-D over the row alone
@@ -857,6 +837,14 @@ HIER_FAST_A: bool | None = None
 # the kernel's flags zeroing as 8-byte words where the tensor is 16-byte aligned (``flags_wide``), and the fused
 # direct path (rows of at most DT blocks) as one contiguous 1-D load (``direct1d``, power-of-two block size).
 HIER_FLAGS_WIDE: bool = False
+# A third short chain, decided on the device like the others: rows of at most KP super groups of (G1 / 2) * G2
+# columns (k = 64: 2048 columns, 16K context) take level-1 groups of G1 / 2, so stage C's top-k sees KP * G2
+# level-1 maxima and stage D's only KP * G1 / 2 columns (256 instead of 512 at k = 64).  Measured first as the whole
+# kernel's group 4 (tune_dev_Q, printout): 16K select 1 row 7.7 -> 4.9 µs, 32 rows 7.9 -> 5.1, 640 rows 26.8 -> 14.5.
+HIER_SHORT_CHAIN3: bool = False
+# The unfused composition with flags: the scores launch (many programs per row) zeroes them, so the select kernel's
+# one program per row only sets its bytes instead of zeroing n + 1 bytes before its chain.
+UNFUSED_FLAGS_IN_SCORES: bool = False
 HIER_DIRECT1D: bool = False
 
 
@@ -878,7 +866,8 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
               group2: int | None = None, short_chain2: bool | None = None,
               kernel_flags: bool | None = None, fast_a: bool | None = None, nt: int | None = None,
               two_phase: bool | None = None, num_warps2: int | None = None, flags_wide: bool | None = None,
-              direct1d: bool | None = None) -> dict:
+              direct1d: bool | None = None, short_chain3: bool | None = None,
+              flags_zeroed: bool = False) -> dict:
     """v2 ("hier") launch configuration, from shapes and device facts only.
 
     G1 = G2 = group size (8 for k <= 64: the three bitonic stages then see 512 keys each);
@@ -894,7 +883,10 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     :func:`_two_phase_default`): stage A in its own launch, B-D (and the direct / short-chain rows) in a second
     with ``num_warps2`` warps (default: ``num_warps``).  ``flags_wide`` (default :data:`HIER_FLAGS_WIDE`): the
     kernel zeroes flags as 8-byte words; ``direct1d`` (default :data:`HIER_DIRECT1D`): the fused direct path loads
-    the row as one contiguous 1-D tile.
+    the row as one contiguous 1-D tile.  ``short_chain3`` (default :data:`HIER_SHORT_CHAIN3`, k <= 64 with
+    level-1 groups of at least 4): rows of at most KP super groups of ``(G1 / 2) * G2`` columns run C-D with
+    level-1 groups of ``G1 / 2`` (``G1S``, ``G2S``, ``KC3``).  ``flags_zeroed``: an earlier launch zeroed the
+    flags; the kernel only sets them.
     """
     KP = max(2, _np2(k))
     bsp = _np2(block_size) if fused else 1
@@ -957,6 +949,11 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
         # vs 56.0); the unfused select kernel writes them (tune_dev_I)
         kernel_flags = not (fused and rows > 2 * sm)
     KC2 = max(1, min(KP, _np2(max(1, 4096 // (S * SC2 * bsp)))))
+    if short_chain3 is None:
+        short_chain3 = HIER_SHORT_CHAIN3 and KP <= 64
+    SC3 = bool(short_chain3) and G1 >= 4
+    G1S, G2S = (G1 // 2, G2) if SC3 else (G1, G2)
+    KC3 = max(1, min(KP, _np2(max(1, 4096 // (G1S * G2S * bsp)))))
     if two_phase is None:
         two_phase = _two_phase_default(rows, sm, fused)
     return dict(algo="hier", P=P, KP=KP, G1=G1, G2=G2, NSG=NSG, NT=NT, SB=SB, KC=KC, DT=DT,
@@ -964,7 +961,8 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
                 kernel_flags=bool(kernel_flags), fast_a=bool(fast_a), two_phase=bool(two_phase),
                 num_warps2=int(num_warps2 or nw),
                 flags_wide=bool(HIER_FLAGS_WIDE if flags_wide is None else flags_wide),
-                direct1d=bool(HIER_DIRECT1D if direct1d is None else direct1d))
+                direct1d=bool(HIER_DIRECT1D if direct1d is None else direct1d), SC3=SC3, G1S=G1S, G2S=G2S,
+                KC3=KC3, flags_zeroed=bool(flags_zeroed))
 
 
 # Rows whose KP = next_pow2(k) is at least this take the radix select (dsa_lab.select_radix_triton) instead of
@@ -1071,8 +1069,9 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
                       KC=cfg["KC"], DT=cfg["DT"], MIN_SG=cfg["MIN_SG"], WROW=wrow,
                       LEN_MODE=len_mode, HAS_START=start_t is not None, FUSED=fused, BS=bs, BSP=_np2(bs),
                       RSEL=cfg["rsel"], SHORTC=cfg["short_chain"], SC2=cfg["SC2"], KC2=cfg["KC2"],
-                      FASTA=cfg["fast_a"], DIRECT1D=cfg["direct1d"],
-                      FZW=cfg["flags_wide"] and kflags and flags.data_ptr() % 16 == 0)
+                      FASTA=cfg["fast_a"], DIRECT1D=cfg["direct1d"], SC3=cfg["SC3"], G1S=cfg["G1S"],
+                      G2S=cfg["G2S"], KC3=cfg["KC3"],
+                      FZW=2 if cfg["flags_zeroed"] else int(cfg["flags_wide"] and kflags and flags.data_ptr() % 16 == 0))
         if two:  # stage A alone (no counter, no flags), then one program per row for everything else
             _hier_kernel[(rows, P)](src, stride, lens, starts, out, ws, dummy, dummy, n, width, k, P,
                                     MULTI=False, FLAGS=False, PHASE=1, num_warps=cfg["num_warps"], **common)
@@ -1184,6 +1183,7 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
         fused = False  # measured: see the docstring; fused=True + algo radix raises in plan()
     cfg = dict(config or {})
     whole = cfg.pop("scores_whole", None)  # unfused: the scores kernel's whole_tiles (dev A/B)
+    fz = cfg.pop("flags_in_scores", None)  # unfused: the scores launch zeroes the flags (dev A/B)
     sprog = cfg.pop("scores_programs", None)  # unfused: the scores kernel's programs per row (dev A/B)
     smult = cfg.pop("scores_mult", None)  # unfused: ... or its rule's multiple of the SM count (dev A/B)
     if smult is not None and sprog is None:
@@ -1197,8 +1197,17 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
         return (ids, flags) if with_flags else ids
     from .scores_triton import block_scores_triton
 
+    fz = UNFUSED_FLAGS_IN_SCORES if fz is None else bool(fz)
+    if fz and flags is not None:
+        p = plan(rows, nblocks, topk_blocks, _impl.facts_for(logits), fused=False, block_size=bs, **cfg)
+        fz = p["algo"] == "hier" and p["kernel_flags"]  # else the flags kernel zeroes and sets them after
+    else:
+        fz = False
     sc = block_scores_triton(logits, row_ends, row_starts, bs, row_repeat, fill_dead=False,
-                             whole_tiles=whole, programs=sprog)  # read < extent only
+                             whole_tiles=whole, programs=sprog,
+                             zero_flags=flags if fz else None)  # read < extent only
+    if fz:
+        cfg["flags_zeroed"] = True
     ids = _launch(sc, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
                   2, False, bs, cfg, flags)
     return (ids, flags) if with_flags else ids

@@ -44,6 +44,10 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
   about 4 / 16 x SM programs striding over each row's tiles (``scores_mult``) against one program per padded
   tile; the kernel's flags zeroed as 8-byte words (``flags_wide``); the fused direct path as one 1-D load
   (``direct1d``); ids without flags (the flags' cost); select stage at 16K with groups of 4.
+* ``R`` after Q: the unfused full stage with the scores kernel at 16 / 32 x SM programs, the flags zeroed by the
+  scores launch (``flags_in_scores``) and the third short chain (``short_chain3``: level-1 groups of 4 for rows of
+  at most 2048 columns) against the default; fused with word-wise flags and the third chain; select stage: the
+  third chain and the whole kernel's group 4 at 16K-256K.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -298,6 +302,18 @@ def points(section):
         svar = {"default": None, "g4": {"group": 4}}
         for conc, nn in ((1, 1), (8, 4), (32, 1), (128, 5)):
             pts.append(("select", 16384, conc, nn, 64, "normal", svar))
+    elif section == "R":  # after Q: the new unfused composition, the third short chain, group 4 at 64K-256K
+        new = {"scores_mult": 16, "flags_in_scores": True, "short_chain3": True}
+        fvar = {"fold_unfused": None, "fold_unfused_new": new, "fold_unfused_new32": {**new, "scores_mult": 32},
+                "fold_fused": None, "fold_fused_new": {"flags_wide": True, "short_chain3": True}}
+        for ctx, conc, nn in ((4096, 1, 1), (4096, 32, 1), (4096, 128, 5), (16384, 1, 1), (16384, 32, 1),
+                              (16384, 128, 5), (65536, 1, 1), (65536, 32, 1), (65536, 128, 5),
+                              (262144, 1, 1), (262144, 32, 5), (262144, 128, 5)):
+            pts.append(("full", ctx, conc, nn, 64, "normal", fvar))
+        svar = {"default": None, "sc3": {"short_chain3": True}, "g4": {"group": 4}}
+        for ctx, conc, nn in ((16384, 1, 1), (16384, 32, 1), (16384, 128, 5), (65536, 1, 1), (65536, 128, 5),
+                              (262144, 1, 1), (262144, 128, 5)):
+            pts.append(("select", ctx, conc, nn, 64, "normal", svar))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts

@@ -31,6 +31,9 @@ PATHS = [
     # the second short chain (super groups twice as wide): rows of 65-128 columns here, chain A beyond
     ("short_chain2", {"direct": 8, "group": 2, "programs": 5, "short_chain2": True}),
     ("rsel_short_chain2", {"direct": 8, "group": 2, "programs": 5, "short_chain2": True, "rsel": True}),
+    # the third short chain (level-1 groups of G1 / 2): rows of at most 128 columns here, the first chain beyond
+    ("short_chain3", {"direct": 8, "group": 4, "programs": 5, "short_chain3": True}),
+    ("rsel_short_chain3", {"direct": 8, "group": 4, "programs": 5, "short_chain3": True, "rsel": True}),
     # stage-A tiles of one super group (nt 1): tiles wholly inside the row load unmasked (fast_a), the last masked
     ("fast_a_multi", {"direct": 8, "group": 2, "programs": 5, "short_chain": False, "fast_a": True, "nt": 1}),
     # stage A in a launch of its own, then B-D / direct / short-chain rows one program per row (two_phase)
@@ -214,8 +217,15 @@ BLOCK_PATHS = [
     # eighth session: flags zeroed as 8-byte words (rows of n + 1 bytes: every row's alignment differs; several
     # programs' slices), the fused direct path as one 1-D load, the scores kernel striding with 2 programs per row
     ("direct1d_flags_wide", {"direct1d": True, "flags_wide": True}),
+    # the third short chain: level-1 groups of 2 (group 4; C in registers) and of 4 (group 8; fused: C in chunks)
+    ("short_chain3", {"direct": 4, "group": 4, "programs": 3, "short_chain3": True}),
+    ("short_chain3_g8", {"direct": 4, "group": 8, "programs": 3, "short_chain3": True, "flags_wide": True}),
     ("multi_flags_wide", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "flags_wide": True,
                           "scores_programs": 2}),
+    # unfused: the scores launch zeroes the flags (its programs one slice of each row each), the kernel sets them
+    ("flags_in_scores", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "flags_in_scores": True,
+                         "scores_programs": 3}),
+    ("flags_in_scores_direct", {"flags_in_scores": True}),
 ]
 
 
