@@ -138,8 +138,11 @@ SCORES_WHOLE_TILES: bool = False
 # Bounded kernel, programs per row: None = one program per BJ-block tile of the padded width (most of them idle
 # on a short row); an int m = about m x SM programs in all, each row's programs striding over its tiles
 # (``programs_per_row``).  Predicted (eighth session): the idle programs cost the unfused full stage ~25 µs at
-# 640 rows of a 262144-wide tensor whatever the context.
-SCORES_PROGRAMS: int | None = None
+# 640 rows of a 262144-wide tensor whatever the context.  Measured (H200, full stage with flags, same process;
+# data/h200/tune_dev/check_Q.log, tune_dev_R.csv): 640 x 4K 44.9 -> 23.1 (m 4) / 24.0 (m 16) µs, 640 x 16K 71.8 ->
+# 51.5 (m 16), 640 x 64K 112 -> 99.7 (m 16) / 96.8 (m 32, with the flags zeroed here); at 256K, where every tile is
+# live, fewer programs lose (640 rows 271 -> 299 at m 4, 282 at m 16; 160 rows 92.7 -> 91.1 at m 32).  So m 32.
+SCORES_PROGRAMS: int | None = 32
 
 
 def programs_per_row(rows: int, nblocks: int, bj: int, sm_count: int, mult: int | None) -> int:

@@ -833,19 +833,25 @@ HIER_SHORT_CHAIN2: int | None = 64
 HIER_FAST_A: bool | None = None
 
 
-# Eighth session (predicted: each a small part of the 1-row full stage; measured by gpu_tune_dev.py --section Q):
-# the kernel's flags zeroing as 8-byte words where the tensor is 16-byte aligned (``flags_wide``), and the fused
-# direct path (rows of at most DT blocks) as one contiguous 1-D load (``direct1d``, power-of-two block size).
-HIER_FLAGS_WIDE: bool = False
+# Eighth session (predicted: each a small part of the 1-row full stage): the kernel's flags zeroing as 8-byte words
+# where the tensor is 16-byte aligned (``flags_wide``), and the fused direct path (rows of at most DT blocks) as one
+# contiguous 1-D load (``direct1d``, power-of-two block size).  Measured (data/h200/tune_dev/check_Q.log, full stage
+# with flags, same process): words: fused 1 x 4K 6.9 -> 6.4 µs, 128 x 4K 12.0 -> 10.6, 1 x 256K 17.0 -> 16.7, 640
+# rows unchanged (the flags kernel writes them there); the 1-D direct load: no change (6.9 / 7.3 / 28.9 µs).
+HIER_FLAGS_WIDE: bool = True
+HIER_DIRECT1D: bool = False
 # A third short chain, decided on the device like the others: rows of at most KP super groups of (G1 / 2) * G2
 # columns (k = 64: 2048 columns, 16K context) take level-1 groups of G1 / 2, so stage C's top-k sees KP * G2
 # level-1 maxima and stage D's only KP * G1 / 2 columns (256 instead of 512 at k = 64).  Measured first as the whole
-# kernel's group 4 (tune_dev_Q, printout): 16K select 1 row 7.7 -> 4.9 µs, 32 rows 7.9 -> 5.1, 640 rows 26.8 -> 14.5.
-HIER_SHORT_CHAIN3: bool = False
+# kernel's group 4 (check_Q.log): 16K select 1 row 7.7 -> 4.9 µs, 32 rows 7.9 -> 5.1, 640 rows 26.8 -> 14.5; then as
+# this chain with the new scores grid and flags below (tune_dev_R.csv, unfused full stage): 16K 1 row 11.7 -> 7.9, 32
+# rows 12.4 -> 8.8, 640 rows 71.6 -> 36.2.  In the fused kernel it lost at 640 rows (16K 55.5 -> 66.4, 64K 112 ->
+# 138: the extra chain's code costs stage A), so unfused calls only.
+HIER_SHORT_CHAIN3: bool = True
 # The unfused composition with flags: the scores launch (many programs per row) zeroes them, so the select kernel's
-# one program per row only sets its bytes instead of zeroing n + 1 bytes before its chain.
-UNFUSED_FLAGS_IN_SCORES: bool = False
-HIER_DIRECT1D: bool = False
+# one program per row only sets its bytes instead of zeroing n + 1 bytes before its chain.  Measured with the scores
+# grid above (tune_dev_R.csv): 1 x 4K 6.8 -> 5.9 µs, 32 x 4K 7.2 -> 6.4, 640 x 4K 44.7 -> 19.2.
+UNFUSED_FLAGS_IN_SCORES: bool = True
 
 
 def _two_phase_default(rows: int, sm: int, fused: bool) -> bool:
@@ -883,7 +889,7 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     :func:`_two_phase_default`): stage A in its own launch, B-D (and the direct / short-chain rows) in a second
     with ``num_warps2`` warps (default: ``num_warps``).  ``flags_wide`` (default :data:`HIER_FLAGS_WIDE`): the
     kernel zeroes flags as 8-byte words; ``direct1d`` (default :data:`HIER_DIRECT1D`): the fused direct path loads
-    the row as one contiguous 1-D tile.  ``short_chain3`` (default :data:`HIER_SHORT_CHAIN3`, k <= 64 with
+    the row as one contiguous 1-D tile.  ``short_chain3`` (default :data:`HIER_SHORT_CHAIN3`, unfused, k <= 64,
     level-1 groups of at least 4): rows of at most KP super groups of ``(G1 / 2) * G2`` columns run C-D with
     level-1 groups of ``G1 / 2`` (``G1S``, ``G2S``, ``KC3``).  ``flags_zeroed``: an earlier launch zeroed the
     flags; the kernel only sets them.
@@ -950,7 +956,7 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
         kernel_flags = not (fused and rows > 2 * sm)
     KC2 = max(1, min(KP, _np2(max(1, 4096 // (S * SC2 * bsp)))))
     if short_chain3 is None:
-        short_chain3 = HIER_SHORT_CHAIN3 and KP <= 64
+        short_chain3 = HIER_SHORT_CHAIN3 and KP <= 64 and not fused
     SC3 = bool(short_chain3) and G1 >= 4
     G1S, G2S = (G1 // 2, G2) if SC3 else (G1, G2)
     KC3 = max(1, min(KP, _np2(max(1, 4096 // (G1S * G2S * bsp)))))
