@@ -298,13 +298,28 @@ def big_point_target(idx, stage, k=64, *, limit_us=None, floor_mult=None) -> lis
                        f"{fmt(r['median_us'])} µs vs floor {fmt(floor)} µs")
 
 
+def _same_commit(d: dict) -> tuple[dict, int]:
+    """{dist: (median_us, commit)} → ({dist: median_us} of the rows sharing the ``normal`` row's commit (else the
+    most common one), how many were left out): a ratio between kernels of two commits measures no distribution."""
+    if not d:
+        return {}, 0
+    commits = [c for _, c in d.values()]
+    ref = d["normal"][1] if "normal" in d else max(set(commits), key=commits.count)
+    keep = {x: m for x, (m, c) in d.items() if c == ref}
+    return keep, len(d) - len(keep)
+
+
 def dist_ratio(idx, stage, k=64, arm="triton"):
+    """Worst slowest / fastest time over the distributions of one shape, comparing only rows of one commit
+    (:func:`_same_commit`); ``where`` names the shape and says how many rows another commit's left out."""
     by_shape = defaultdict(dict)
     for key, r in idx.items():
         if key[0] == arm and key[1] == stage and key[5] == k:
-            by_shape[(key[2], key[3], key[4])][key[6]] = r["median_us"]
-    worst, where, n = None, "", 0
+            by_shape[(key[2], key[3], key[4])][key[6]] = (r["median_us"], str(r.get("commit") or ""))
+    worst, where, n, left = None, "", 0, 0
     for shape, d in by_shape.items():
+        d, out = _same_commit(d)
+        left += out
         if len(d) < 2:
             continue
         n += 1
@@ -314,6 +329,8 @@ def dist_ratio(idx, stage, k=64, arm="triton"):
             slow = max(d, key=d.get)
             fast = min(d, key=d.get)
             where = f"ctx {ctx_label(shape[0])}, conc {shape[1]}, next_n {shape[2]} ({slow} / {fast})"
+    if left:
+        where += ("; " if where else "") + f"{left} rows of another commit than their shape's normal row left out"
     return worst, where, n
 
 
@@ -337,7 +354,7 @@ def dist_table(idx, stage, k=64) -> str:
         for key, r in idx.items():
             if key[0] == "triton" and key[1] == stage and key[5] == k and key[6] == d:
                 n = idx.get(("triton", stage, key[2], key[3], key[4], k, "normal"))
-                if n:
+                if n and str(n.get("commit") or "") == str(r.get("commit") or ""):  # one commit's kernels
                     rel.append(r["median_us"] / n["median_us"])
         m, lo, hi = summary(sp)
         rm, rlo, rhi = summary(rel)

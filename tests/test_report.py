@@ -121,3 +121,21 @@ def test_full_floor_target_uses_the_fewest_bytes_of_any_triton_arm():
     assert "1.80x" in measured and "not met" in status and "floor 150" in detail
     idx = report.index([row("triton", 270.0, 190.0)])  # no fused record: the default arm's own floor
     assert "1.42x" in report.big_point_target(idx, "full", 64, floor_mult=1.5)[1]
+
+
+def test_dist_ratio_compares_one_commits_rows_only():
+    """A merged record (points not re-measured keep an older commit's rows): the distribution ratio of a shape uses
+    only the rows of its normal row's commit, and says how many it left out; a ratio across two commits' kernels
+    measures no distribution."""
+    def row(dist, us, commit, conc=1):
+        return {"arm": "triton", "stage": "select", "context": 16384, "concurrency": conc, "next_n": 1, "rows": conc,
+                "k": 64, "dist": dist, "median_us": us, "commit": commit}
+    rows = [row("normal", 5.0, "new"), row("equal", 5.5, "new"), row("ramp", 9.0, "old"),
+            row("normal", 6.0, "new", 32), row("ramp", 6.3, "new", 32)]
+    worst, where, n = report.dist_ratio(report.index(rows), "select", 64)
+    assert n == 2 and worst == pytest.approx(1.1) and "1 rows of another commit" in where
+    table = report.dist_table(report.index(rows), "select", 64)
+    assert "1.050" in table and "1.800" not in table  # ramp / normal of the same commit only
+    rows[2]["commit"] = "new"  # the same rows all of one commit: the ramp row counts
+    worst, where, n = report.dist_ratio(report.index(rows), "select", 64)
+    assert worst == pytest.approx(1.8) and "another commit" not in where
