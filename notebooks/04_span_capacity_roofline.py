@@ -277,6 +277,35 @@ if tuneO[0]:
                                                stage="full", dist="normal")))
 
 # %% [markdown]
+# ### Eighth session: idle programs, flag bytes and a narrower chain
+#
+# Three costs outside the chains themselves, found by section Q (`data/h200/tune_dev/check_Q.log`, the run's
+# printout) and confirmed by section R below:
+#
+# * the bounded scores kernel launched one program per 512-block tile of the **padded** width: at 640 rows of a
+#   262144-wide tensor that is 40,960 programs, 40,320 of them idle at 4K context. Now about 32 x SM programs in all
+#   stride over each row's tiles (`scores_triton.SCORES_PROGRAMS`): 640 x 4K full stage 44.7 → 19 µs. At 256K, where
+#   every tile is live, fewer programs stream a little worse (640 rows 272 → 289 µs in the sweep);
+# * the select kernel's one program per row zeroed all `n + 1` flag bytes before its chain, one byte per lane; the
+#   unfused composition now has the scores launch's many programs zero them (`UNFUSED_FLAGS_IN_SCORES`), and the
+#   fused kernel zeroes 8-byte words (`HIER_FLAGS_WIDE`);
+# * at 16K context (2048 blocks) the short chain's stages C and D each ranked 512 keys. A third short chain, decided
+#   on the device like the other two, takes level-1 groups of 4 for rows of at most 2048 blocks: C ranks 512
+#   level-1 maxima, D only 256 blocks (`HIER_SHORT_CHAIN3`; select 16K 1 row 7.7 → 4.9 µs in section Q).
+#
+# `fold_unfused_new` is the unfused composition with all three (scores at 16 x SM programs), `_new32` with 32 x SM
+# (the default now); `fold_fused_new` the fused kernel with word-wise flags and the third chain, which lost at 640
+# rows (its extra chain's code slows stage A), so the fused kernel does not take that chain.
+
+# %%
+tuneR = viz.load_records("tune_dev/tune_dev_R")
+print(viz.record_label(tuneR[1], tuneR[2]) if tuneR[0] else "NO RECORD")
+if tuneR[0]:
+    print(proofs.format_table(viz.variant_rows(tuneR[0], ["torch", "fold_unfused", "fold_unfused_new",
+                                                          "fold_unfused_new32", "fold_fused", "fold_fused_new"],
+                                               stage="full", dist="normal")))
+
+# %% [markdown]
 # The recorded sweep, final kernels: the fused arm's time over the default (unfused) arm's, per context.
 
 # %%
