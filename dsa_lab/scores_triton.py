@@ -145,6 +145,11 @@ SCORES_WHOLE_TILES: bool = False
 SCORES_PROGRAMS: int | None = 32
 
 
+def tile_blocks(nblocks: int, block_size: int) -> int:
+    """Blocks per tile (``BJ``) of the bounded and padded kernels: 4096 logit lanes, at most the row's blocks."""
+    return max(1, min(_np2(nblocks), 4096 // _np2(block_size)))
+
+
 def programs_per_row(rows: int, nblocks: int, bj: int, sm_count: int, mult: int | None) -> int:
     """Programs per row of the bounded scores kernel: every tile of the padded width (``mult`` None), else
     about ``mult * sm_count`` programs in all, at least one per row, at most one per tile."""
@@ -186,7 +191,7 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
     if rows == 0 or nblocks == 0:
         return out
     bsp = _np2(bs)
-    bj = max(1, min(_np2(nblocks), 4096 // bsp))
+    bj = tile_blocks(nblocks, bs)
     ntiles = triton.cdiv(nblocks, bj)
     if padded:
         q = ntiles

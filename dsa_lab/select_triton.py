@@ -1193,10 +1193,10 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
     sprog = cfg.pop("scores_programs", None)  # unfused: the scores kernel's programs per row (dev A/B)
     smult = cfg.pop("scores_mult", None)  # unfused: ... or its rule's multiple of the SM count (dev A/B)
     if smult is not None and sprog is None:
-        from .scores_triton import programs_per_row
+        from .scores_triton import programs_per_row, tile_blocks
 
-        sprog = programs_per_row(rows, nblocks, min(_np2(nblocks), 4096 // _np2(bs)),
-                                 int(_impl.facts_for(logits)["sm_count"]), int(smult))
+        sprog = programs_per_row(rows, nblocks, tile_blocks(nblocks, bs), int(_impl.facts_for(logits)["sm_count"]),
+                                 int(smult))
     if fused:
         ids = _launch(logits, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
                       2, True, bs, cfg, flags)

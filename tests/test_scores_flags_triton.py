@@ -178,3 +178,36 @@ def test_gpu_block_scores_large():
     want = block_scores_torch(x, e, s, 8, 1)
     for padded in (False, True):
         assert same_bits(block_scores_triton(x, e, s, 8, 1, padded=padded), want)
+
+
+def test_programs_per_row_rule():
+    """The bounded kernel's programs per row: the padded tiles (None), else about mult x SM in all, at least one per
+    row, never more than the row's tiles."""
+    from dsa_lab.scores_triton import programs_per_row
+
+    assert programs_per_row(640, 32768, 512, 132, None) == 64
+    assert programs_per_row(1, 32768, 512, 132, 32) == 64  # few rows: every tile its own program, as before
+    assert programs_per_row(640, 32768, 512, 132, 32) == 7
+    assert programs_per_row(100000, 32768, 512, 132, 32) == 1
+    assert programs_per_row(4, 100, 128, 132, 32) == 1
+
+
+def test_zero_flags_by_the_scores_launch(fresh_seed):
+    """``zero_flags``: the scores launch zeroes every byte of a poisoned flags tensor (the row's programs one slice
+    each, 1 and 3 programs per row, rows of n + 1 bytes at every alignment) and writes the same scores; a tensor of
+    the wrong shape or dtype, or the padded kernel, is a ValueError naming the argument."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    rows, width, bs = 3, 9000, 8
+    x = torch.randn(rows, width, generator=gen)
+    e = torch.tensor([9000, 300, 0])
+    nb = -(-width // bs)
+    want = block_scores_torch(x, e, None, bs, 1)
+    for q in (1, 3):
+        fl = torch.full((rows, nb + 1), 0xAB, dtype=torch.uint8)
+        got = block_scores_triton(x, e, None, bs, 1, programs=q, zero_flags=fl)
+        assert same_bits(got, want) and int(fl.count_nonzero()) == 0, f"programs={q}"
+    for bad in (torch.zeros((rows, nb), dtype=torch.uint8), torch.zeros((rows, nb + 1), dtype=torch.int32)):
+        with pytest.raises(ValueError, match="zero_flags"):
+            block_scores_triton(x, e, None, bs, 1, zero_flags=bad)
+    with pytest.raises(ValueError, match="zero_flags"):
+        block_scores_triton(x, e, None, bs, 1, padded=True, zero_flags=torch.zeros((rows, nb + 1), dtype=torch.uint8))

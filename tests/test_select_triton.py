@@ -500,3 +500,25 @@ def test_gpu_sizes(rows, live, k, kind, algo):
     out = poisoned(rows, k, "cuda")
     st.topk_select_triton(x, k, lengths, 1, out, config={"algo": algo})
     assert_same_sets(out, topk_select_reference(x, k, lengths, 1), f"{algo} {rows}x{live} k={k} {kind}")
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "unfused"])
+def test_candidate_blocks_flags_out_misaligned(fused, fresh_seed):
+    """A ``flags_out`` that starts at an odd address (a view into a larger buffer): the word-wise zeroing
+    (``flags_wide``, 16-byte aligned tensors only) falls back to byte stores; every byte still equals the contract."""
+    from dsa_lab.flags import candidate_flags_torch
+
+    gen = torch.Generator().manual_seed(fresh_seed)
+    rows, width, bs, k = 3, 700, 8, 24
+    x = torch.randn(rows, width, generator=gen)
+    ends = torch.tensor([700, 333, 1500])
+    nb = -(-width // bs)
+    buf = torch.full((rows * (nb + 1) + 1,), 0xAB, dtype=torch.uint8)
+    fl = buf[1:].view(rows, nb + 1)
+    assert fl.data_ptr() % 2 == 1
+    ref = topk_select_reference(block_scores_torch(x, ends, None, bs, 1), k)
+    cfg = {"flags_wide": True, "direct": 4, "group": 2, "programs": 3, "short_chain": False}
+    ids, got = st.select_candidate_blocks_triton(x, ends, k, None, bs, 1, poisoned(rows, k, "cpu"), fused=fused,
+                                                 config=cfg, with_flags=True, flags_out=fl)
+    assert_same_sets(ids, ref, f"fused={fused} seed={fresh_seed}")
+    assert torch.equal(got, candidate_flags_torch(ref, width, None, bs, 1)) and int(buf[0]) == 0xAB

@@ -1,0 +1,51 @@
+"""scripts/merge_sweep_runs.py: runs of one commit over an older record; a point keeps all its arms from one run."""
+import csv
+import importlib.util
+import json
+import os
+
+from dsa_lab import data, sweep
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _merge():
+    spec = importlib.util.spec_from_file_location("merge_sweep_runs", os.path.join(ROOT, "scripts", "merge_sweep_runs.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.main
+
+
+def _row(arm, stage, ctx, us, commit):
+    r = {c: "" for c in sweep.SELECT_COLUMNS}
+    r.update(arm=arm, stage=stage, context=ctx, concurrency=1, next_n=1, rows=1, k=64, dist="normal", median_us=us,
+             commit=commit)
+    return r
+
+
+def test_merge_keeps_whole_points(tmp_path):
+    old = tmp_path / "old.csv"
+    for ctx in (4096, 16384, 65536):
+        for arm in ("torch", "triton"):
+            data.append_row(old, _row(arm, "select", ctx, 10.0, "old"), sweep.SELECT_COLUMNS)
+    run = tmp_path / "r1"
+    run.mkdir()
+    path = run / "select_sweep.csv"
+    for arm in ("torch", "triton"):
+        data.append_row(path, _row(arm, "select", 4096, 5.0, "new"), sweep.SELECT_COLUMNS)
+        data.append_row(path, _row(arm, "full", 4096, 7.0, "new"), sweep.SELECT_COLUMNS)
+    data.append_row(path, _row("torch", "select", 16384, 6.0, "new"), sweep.SELECT_COLUMNS)  # its triton arm missing
+    meta = {"commit": "new", "ceilings": {"stream_gbps": 1.0}, "runs": [{"commit": "new", "command": "dsa-lab sweep"}]}
+    (run / "select_sweep.meta.json").write_text(json.dumps(meta))
+    out = tmp_path / "out"
+    out.mkdir()
+    _merge()(["--note", "test", str(old), str(out), f"{run}:select"])
+    rows = list(csv.DictReader(open(out / "select_sweep.csv")))
+    by = {(r["stage"], r["context"], r["arm"]): r["commit"] for r in rows}
+    assert by[("select", "4096", "torch")] == by[("select", "4096", "triton")] == "new"
+    assert by[("select", "16384", "torch")] == by[("select", "16384", "triton")] == "old"  # whole point kept old
+    assert by[("select", "65536", "triton")] == "old" and ("full", "4096", "triton") not in by  # stage filter
+    assert len(rows) == 6
+    m = json.load(open(out / "select_sweep.meta.json"))
+    assert m["rows_by_commit"] == {"new": 2, "old": 4} and m["merge_note"] == "test"
+    assert m["runs"][0]["points_kept"] == 1 and "merge_sweep_runs.py" in m["command"]
