@@ -1166,11 +1166,11 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
     the device only.
 
     ``with_flags=True``: also the candidate flags (``uint8 [rows, nblocks + 1]``, the contract of
-    :func:`dsa_lab.candidate_flags`), returned as ``(ids, flags)``.  The hier kernel zeroes and writes them in
-    the same launch (each row's programs zero a slice of its flags before they arrive; the program that
-    finishes the row sets the selected bytes), so no memset and no flags launch; the radix path, and the fused
-    kernel at more than twice as many rows as SMs (measured slower with the flags inside), run the flags kernel
-    after it.
+    :func:`dsa_lab.candidate_flags`), returned as ``(ids, flags)``, with no memset and no flags launch: unfused, the
+    scores launch zeroes them (:data:`UNFUSED_FLAGS_IN_SCORES`) and the hier kernel sets the selected bytes; fused,
+    the hier kernel zeroes and sets them in its own launch (each row's programs zero a slice before they arrive; the
+    program that finishes the row sets the bytes).  The radix path, and the fused kernel at more than twice as many
+    rows as SMs (measured slower with the flags inside), run the flags kernel after the selection.
 
     Returns int32 ``[rows, topk_blocks]`` block ids (any order), ``-1`` tail; every slot written.
     """
