@@ -16,17 +16,17 @@ __all__ = ["candidate_flags_triton", "fill_flags_triton", "tl_zero_flags"]
 
 
 @triton.jit
-def tl_zero_flags(flags_ptr, row, lo, hi, n, FZT: tl.constexpr, WIDE: tl.constexpr):
+def tl_zero_flags(flags_ptr, row, lo, hi, n, FZT: tl.constexpr, MODE: tl.constexpr):
     """Zero bytes ``[lo, hi)`` of the row's flags (``uint8 [rows, n + 1]``).
 
-    ``WIDE`` 1 (the tensor's first byte 16-byte aligned, checked by the launcher): the 8-byte words inside the
+    ``MODE`` 1 (the tensor's first byte 16-byte aligned, checked by the launcher): the 8-byte words inside the
     range as int64 stores, the at most 7 + 7 bytes around them as bytes.  A row is ``n + 1`` bytes, so its start
-    is rarely aligned and the byte-wise loop below (``WIDE`` 0, the default) stores one byte per lane.  ``WIDE`` 2:
+    is rarely aligned and the byte-wise loop below (``MODE`` 0, the default) stores one byte per lane.  ``MODE`` 2:
     nothing (an earlier launch zeroed the flags)."""
     base = row.to(tl.int64) * (n + 1)
-    if WIDE == 2:
+    if MODE == 2:
         pass
-    elif WIDE == 1:
+    elif MODE == 1:
         a = base + lo
         b = base + hi
         a8 = (a + 7) // 8 * 8

@@ -1077,6 +1077,8 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
                       RSEL=cfg["rsel"], SHORTC=cfg["short_chain"], SC2=cfg["SC2"], KC2=cfg["KC2"],
                       FASTA=cfg["fast_a"], DIRECT1D=cfg["direct1d"], SC3=cfg["SC3"], G1S=cfg["G1S"],
                       G2S=cfg["G2S"], KC3=cfg["KC3"],
+                      # flags zeroing (tl_zero_flags MODE): 2 none (an earlier launch zeroed them), 1 8-byte words
+                      # (16-byte aligned tensor), 0 bytes
                       FZW=2 if cfg["flags_zeroed"] else int(cfg["flags_wide"] and kflags and flags.data_ptr() % 16 == 0))
         if two:  # stage A alone (no counter, no flags), then one program per row for everything else
             _hier_kernel[(rows, P)](src, stride, lens, starts, out, ws, dummy, dummy, n, width, k, P,
