@@ -12,6 +12,8 @@ the chain's own steps put under them.
   stage's top-``K`` is stored.  ``STAGES = 0`` is the empty launch.
 * :func:`ladder` builds the cases (empty launch; 1-3 stages of 512 → 64, the hier chain's B-D; one stage of
   1024-4096 → 64, the one-program alternatives) and checks each output against ``torch.topk`` before timing.
+* :data:`THROUGHPUT_CASES`: the same chain in 640 programs at once (one per row, as the hier kernel runs B-D
+  beyond the SM count): the chain's own cost at the 640 x 256K select point, with no stage A in front of it.
 
 Arch: no warp-size-specific code; ROCm is unverified.
 """
@@ -21,13 +23,17 @@ import torch
 import triton
 import triton.language as tl
 
-__all__ = ["chain_topk", "ladder", "LADDER_CASES"]
+__all__ = ["chain_topk", "ladder", "LADDER_CASES", "THROUGHPUT_CASES"]
 
 
 @triton.jit(do_not_specialize=["mask"])
 def _chain_kernel(src_ptr, out_ptr, mask, N: tl.constexpr, K: tl.constexpr, STAGES: tl.constexpr,
                   SORT: tl.constexpr):
     j = tl.arange(0, N)
+    # program r reads its own keys and writes its own output (rows > 1: many chains at once, a throughput floor)
+    r = tl.program_id(0).to(tl.int64)
+    src_ptr += r * (STAGES * N)
+    out_ptr += r * K
     off = tl.zeros([], tl.int64)
     for i in tl.static_range(STAGES):
         keys = tl.load(src_ptr + i * N + off + j)
@@ -45,14 +51,18 @@ def _chain_kernel(src_ptr, out_ptr, mask, N: tl.constexpr, K: tl.constexpr, STAG
 
 
 def chain_topk(keys: torch.Tensor, out: torch.Tensor, n: int, k: int, stages: int, sort: bool = True,
-               num_warps: int = 8) -> torch.Tensor:
-    """Launch :func:`_chain_kernel` (one program).
+               num_warps: int = 8, rows: int = 1) -> torch.Tensor:
+    """Launch :func:`_chain_kernel`: ``rows`` programs, each its own chain (1: the latency ladder; many: the
+    chain's throughput, as the hier kernel runs it at one program per row).
 
     Args:
-        keys: int64, contiguous, at least ``stages * n`` elements (stage ``i`` reads ``keys[i*n:(i+1)*n]``).
-        out: int64 ``[k]`` (``sort``) or ``[1]``; written by the last stage (untouched when ``stages == 0``).
+        keys: int64, contiguous, at least ``rows * stages * n`` elements (program ``r``'s stage ``i`` reads
+            ``keys[(r * stages + i) * n:][:n]``).
+        out: int64, contiguous, at least ``rows * k`` elements; program ``r`` writes ``out[r * k:][:k]`` (``sort``:
+            the last stage's top-``k`` sorted descending) or ``out[r * k]`` (its max); untouched when
+            ``stages == 0``.
         n, k: powers of two, ``n >= k >= 2``.
-    Returns ``out``: the last stage's top-``k`` sorted descending (``sort``), or its max.
+    Returns ``out``.
     """
     if not isinstance(keys, torch.Tensor) or keys.dtype != torch.int64 or not keys.is_contiguous():
         raise TypeError("keys must be a contiguous int64 tensor")
@@ -61,9 +71,14 @@ def chain_topk(keys: torch.Tensor, out: torch.Tensor, n: int, k: int, stages: in
             raise ValueError(f"{name} must be a power of two >= 2, got {v!r}")
     if k > n:
         raise ValueError(f"k must be <= n, got k={k}, n={n}")
-    if not isinstance(stages, int) or stages < 0 or keys.numel() < stages * n:
-        raise ValueError(f"stages must be an int in [0, keys.numel() // n], got {stages!r}")
-    _chain_kernel[(1,)](keys, out, 0, N=n, K=k, STAGES=stages, SORT=bool(sort), num_warps=num_warps)
+    if not isinstance(rows, int) or rows < 1:
+        raise ValueError(f"rows must be an int >= 1, got {rows!r}")
+    if not isinstance(stages, int) or stages < 0 or keys.numel() < rows * stages * n:
+        raise ValueError(f"stages must be an int in [0, keys.numel() // (rows * n)], got {stages!r}")
+    if not isinstance(out, torch.Tensor) or out.dtype != torch.int64 or not out.is_contiguous() \
+            or out.numel() < rows * k:
+        raise TypeError(f"out must be a contiguous int64 tensor of at least rows * k = {rows * k} elements")
+    _chain_kernel[(rows,)](keys, out, 0, N=n, K=k, STAGES=stages, SORT=bool(sort), num_warps=num_warps)
     return out
 
 
@@ -79,6 +94,14 @@ LADDER_CASES = [
     ("1 x topk 4096 -> 64", 4096, 64, 1, True),
 ]
 
+# (name, n, k, stages, sort, rows): the same chain in many programs at once, one per row as the hier kernel runs it
+# beyond the SM count (640 rows: the 640 x 256K select target of 40 µs), with no stage A in front of it
+THROUGHPUT_CASES = [
+    ("640 programs: 3 x load 512 keys + max", 512, 64, 3, False, 640),
+    ("640 programs: 1 x topk 512 -> 64", 512, 64, 1, True, 640),
+    ("640 programs: 3 x topk 512 -> 64 (B, C, D)", 512, 64, 3, True, 640),
+]
+
 
 def ladder(device="cuda", cases=None, *, timer=None, seed: int = 0, num_warps: int = 8) -> list[dict]:
     """Run (and, with ``timer``, time) every case; each output is checked against ``torch.topk`` first.
@@ -89,22 +112,33 @@ def ladder(device="cuda", cases=None, *, timer=None, seed: int = 0, num_warps: i
     """
     gen = torch.Generator().manual_seed(seed)
     rows = []
-    for name, n, k, stages, sort in (cases or LADDER_CASES):
+    for case in (cases or LADDER_CASES):
+        name, n, k, stages, sort = case[:5]
+        rows_ = case[5] if len(case) > 5 else 1
         # distinct keys (a permutation), so the top-k is unique and the check exact
-        keys = (torch.randperm(max(stages, 1) * n, generator=gen).to(torch.int64) * 7919 - 2**40).to(device)
-        out = torch.full((k if sort else 1,), -12345, dtype=torch.int64, device=device)
-        chain_topk(keys, out, n, k, stages, sort, num_warps)
+        keys = (torch.randperm(rows_ * max(stages, 1) * n, generator=gen).to(torch.int64) * 7919 - 2**40).to(device)
+        out = torch.full((rows_ * k,), -12345, dtype=torch.int64, device=device)
+        chain_topk(keys, out, n, k, stages, sort, num_warps, rows_)
         if stages == 0:
             check = "ok" if bool((out == -12345).all()) else "empty launch wrote its output"
         else:
-            last = keys[(stages - 1) * n: stages * n]
-            want = torch.topk(last, k).values if sort else last.max().reshape(1)
-            bad = (out != want).nonzero()
-            check = "ok" if not len(bad) else f"slot {int(bad[0])}: {int(out[bad[0]])} != {int(want[bad[0]])}"
-        row = {"case": name, "n": n, "k": k, "stages": stages, "sort": sort, "num_warps": num_warps, "check": check}
+            # every program's last stage: its top-k (sorted), or its max in slot 0 and the rest untouched
+            last = keys.view(rows_, stages, n)[:, stages - 1].cpu()
+            got = out.view(rows_, k).cpu()
+            want = got.clone()
+            if sort:
+                want = torch.topk(last, k, dim=1).values
+            else:
+                want[:, 0] = last.max(dim=1).values
+                want[:, 1:] = -12345
+            bad = (got != want).nonzero()
+            check = "ok" if not len(bad) else (f"row {int(bad[0, 0])} slot {int(bad[0, 1])}: "
+                                               f"{int(got[tuple(bad[0])])} != {int(want[tuple(bad[0])])}")
+        row = {"case": name, "n": n, "k": k, "stages": stages, "sort": sort, "num_warps": num_warps, "rows": rows_,
+               "check": check}
         if timer is not None and check == "ok":
             t = timer(lambda keys=keys, out=out, n=n, k=k, stages=stages, sort=sort:
-                      chain_topk(keys, out, n, k, stages, sort, num_warps))
+                      chain_topk(keys, out, n, k, stages, sort, num_warps, rows_))
             row.update(median_us=t.median_us, p10_us=t.p10_us, p90_us=t.p90_us)
         rows.append(row)
     return rows

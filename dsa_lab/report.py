@@ -525,6 +525,13 @@ def latency_section(rows, meta, path, h: str) -> str:
                    f"is out of reach for a `tl.topk`-based chain there.{gap} A selection step cheaper than a "
                    "bitonic top-k (e.g. a one-CTA radix select with shared-memory histograms, outside Triton's "
                    "primitives) would be needed; none is implemented here.\n")
+    many, loads = best("640 programs: 3 x topk 512 -> 64 (B, C, D)"), best("640 programs: 3 x load 512 keys + max")
+    if many is not None:
+        out.append(f"Run as 640 programs at once (one per row, as the hier kernel runs B → C → D beyond the SM count), "
+                   f"the three 512 → 64 stages alone take {fmt(many)} µs"
+                   + (f" (their loads and a max alone {fmt(loads)} µs)" if loads is not None else "")
+                   + f": {'more than' if many > 40 else 'a part of'} the 40 µs the 640 × 256K select target allows "
+                   "for the whole stage, before stage A has streamed its 84 MB of scores.\n")
     return "\n".join(out)
 
 

@@ -160,7 +160,7 @@ def programs_per_row(rows: int, nblocks: int, bj: int, sm_count: int, mult: int 
 
 
 def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_repeat=1, padded=False,
-                        fill_dead=True, whole_tiles=None, programs=None, zero_flags=None):
+                        fill_dead=True, whole_tiles=None, programs=None, zero_flags=None, tile=None, num_warps=None):
     """Block scores of ``logits`` (arguments validated by :func:`dsa_lab.block_scores`).
 
     Args:
@@ -180,6 +180,8 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
             :func:`programs_per_row` with :data:`SCORES_PROGRAMS`; the same values either way.
         zero_flags: bounded only: a contiguous ``uint8 [rows, nblocks + 1]`` tensor this launch also zeroes
             (every byte; the unfused select composition's flags, set by the select kernel after it).
+        tile, num_warps: blocks per tile (a power of two; default :func:`tile_blocks`) and warps per program
+            (default 4) of the bounded kernel (dev A/B); the same values either way.
 
     Returns:
         float32 ``[rows, cdiv(width, block_size)]``, new; every slot written.
@@ -192,6 +194,11 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
         return out
     bsp = _np2(bs)
     bj = tile_blocks(nblocks, bs)
+    if tile is not None and not padded:
+        if not isinstance(tile, int) or tile < 1 or tile & (tile - 1):
+            raise ValueError(f"tile must be a power of two >= 1, got {tile!r}")
+        bj = tile
+    nw = 4 if num_warps is None else int(num_warps)
     ntiles = triton.cdiv(nblocks, bj)
     if padded:
         q = ntiles
@@ -213,6 +220,6 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
         RR=int(row_repeat), BS=bs, BSP=bsp, BJ=bj, HAS_START=row_starts is not None, PADDED=bool(padded),
         FILL_DEAD=bool(fill_dead) or bool(padded),
         WHOLE=bool(SCORES_WHOLE_TILES if whole_tiles is None else whole_tiles) and not padded,
-        LOOP=q < ntiles and not padded, ZF=zf, num_warps=4,
+        LOOP=q < ntiles and not padded, ZF=zf, num_warps=nw,
     )
     return out

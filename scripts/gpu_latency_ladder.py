@@ -2,8 +2,9 @@
 
     DSA_LAB_COMMIT=... python3 scripts/gpu_latency_ladder.py OUT.csv
 
-Times every case of :data:`dsa_lab.latency_triton.LADDER_CASES` (one program per launch, 8 and 4 warps; each
-output checked against ``torch.topk`` first) and, in the same process, the default ``impl="triton"`` select and
+Times every case of :data:`dsa_lab.latency_triton.LADDER_CASES` (one program per launch) and
+:data:`~dsa_lab.latency_triton.THROUGHPUT_CASES` (640 programs: the chain's throughput), 8 and 4 warps, each
+output checked against ``torch.topk`` first, and, in the same process, the default ``impl="triton"`` select and
 ``torch.topk`` at 1 row, k = 64, at each sweep context (the sweep's inputs, ids checked against the reference).
 CUDA-graph timing (:func:`dsa_lab.bench.time_cuda_graph`).  Writes OUT.csv and OUT.meta.json.
 """
@@ -16,12 +17,12 @@ sys.path.insert(0, ROOT)
 import torch  # noqa: E402
 
 from dsa_lab import bench, data  # noqa: E402
-from dsa_lab.latency_triton import ladder  # noqa: E402
+from dsa_lab.latency_triton import LADDER_CASES, THROUGHPUT_CASES, ladder  # noqa: E402
 from dsa_lab.select import topk_select  # noqa: E402
 from dsa_lab.sweep import MML, Point, select_stage_inputs, torch_topk_store  # noqa: E402
 from dsa_lab.verify import compare  # noqa: E402
 
-COLUMNS = ["what", "case", "n", "k", "stages", "num_warps", "context", "median_us", "p10_us", "p90_us", "check",
+COLUMNS = ["what", "case", "n", "k", "stages", "num_warps", "rows", "context", "median_us", "p10_us", "p90_us", "check",
            "timing", "commit"]
 
 
@@ -38,7 +39,8 @@ def main(out_csv):
         return bench.time_cuda_graph(fn, rep_ms=10.0, max_replays=60)
 
     for nw in (8, 4):
-        for r in ladder("cuda", timer=timer, seed=int.from_bytes(os.urandom(4), "little"), num_warps=nw):
+        for r in ladder("cuda", LADDER_CASES + THROUGHPUT_CASES, timer=timer,
+                        seed=int.from_bytes(os.urandom(4), "little"), num_warps=nw):
             row = {"what": "ladder", "context": "", **{c: r.get(c, "") for c in COLUMNS if c in r}, **tag}
             data.append_row(out_csv, row, COLUMNS)
             print(f"ladder nw{nw} {r['case']:<44} {r.get('median_us', float('nan')):8.2f} us  {r['check']}", flush=True)
@@ -54,6 +56,7 @@ def main(out_csv):
                          ("select torch", lambda: torch_topk_store(sc, 64))):
             t = timer(fn)
             data.append_row(out_csv, {"what": what, "case": "1 row", "n": inp["nblocks"], "k": 64, "stages": "",
+                                      "rows": 1,
                                       "num_warps": "", "context": ctx, "median_us": t.median_us, "p10_us": t.p10_us,
                                       "p90_us": t.p90_us, "check": check if what == "select triton" else "", **tag},
                             COLUMNS)

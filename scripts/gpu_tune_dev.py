@@ -48,6 +48,9 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
   scores launch (``flags_in_scores``) and the third short chain (``short_chain3``: level-1 groups of 4 for rows of
   at most 2048 columns) against the default; fused with word-wise flags and the third chain; select stage: the
   third chain and the whole kernel's group 4 at 16K-256K.
+* ``S`` ninth session, full stage with flags (k = 64): the scores launch's programs (16 / 32 / 64 x SM, one per
+  padded tile), tiles of 1024 blocks, 8 warps, unmasked whole tiles, at 4K-256K (the 640 x 256K regression of the
+  ~32 x SM grid); the whole kernel's level-1 groups of 4, full stage and select stage at 64K / 256K.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -313,6 +316,20 @@ def points(section):
         svar = {"default": None, "sc3": {"short_chain3": True}, "g4": {"group": 4}}
         for ctx, conc, nn in ((16384, 1, 1), (16384, 32, 1), (16384, 128, 5), (65536, 1, 1), (65536, 128, 5),
                               (262144, 1, 1), (262144, 128, 5)):
+            pts.append(("select", ctx, conc, nn, 64, "normal", svar))
+    elif section == "S":  # ninth session: the scores launch at 256K (fewer, longer programs), groups of 4 at 64K-256K
+        fvar = {"fold_unfused": None, "fold_unfused_m16": {"scores_mult": 16}, "fold_unfused_m64": {"scores_mult": 64},
+                "fold_unfused_grid": {"scores_programs": 1 << 20}, "fold_unfused_t1024": {"scores_tile": 1024},
+                "fold_unfused_t1024w8": {"scores_tile": 1024, "scores_warps": 8},
+                "fold_unfused_w8": {"scores_warps": 8}, "fold_unfused_whole": {"scores_whole": True},
+                "fold_unfused_t1024whole": {"scores_tile": 1024, "scores_whole": True},
+                "fold_unfused_g4": {"group": 4}}
+        for ctx, conc, nn in ((262144, 128, 5), (262144, 32, 5), (262144, 32, 1), (262144, 1, 1),
+                              (65536, 128, 5), (16384, 128, 5), (4096, 128, 5), (4096, 32, 1)):
+            pts.append(("full", ctx, conc, nn, 64, "normal", fvar))
+        svar = {"default": None, "g4": {"group": 4}}
+        for ctx, conc, nn in ((65536, 1, 1), (65536, 32, 1), (65536, 128, 5), (262144, 1, 1), (262144, 32, 1),
+                              (262144, 128, 5)):
             pts.append(("select", ctx, conc, nn, 64, "normal", svar))
     else:
         raise SystemExit(f"unknown section {section}")

@@ -211,3 +211,20 @@ def test_zero_flags_by_the_scores_launch(fresh_seed):
             block_scores_triton(x, e, None, bs, 1, zero_flags=bad)
     with pytest.raises(ValueError, match="zero_flags"):
         block_scores_triton(x, e, None, bs, 1, padded=True, zero_flags=torch.zeros((rows, nb + 1), dtype=torch.uint8))
+
+
+@pytest.mark.parametrize("tile,q,nw", [(64, 2, 4), (1024, 1, 8), (128, None, 2)])
+def test_block_scores_tile_and_warps_same_bits(tile, q, nw, fresh_seed):
+    """The bounded kernel's dev knobs ``tile`` (blocks per tile) and ``num_warps``: every slot up to each row's extent
+    equals torch's bit for bit, with one or several programs per row striding over tiles of that size (ends inside,
+    at and past a tile boundary, NaN inside a block); a tile that is not a power of two is a ValueError."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    rows, width, bs = 4, 3000, 8
+    x = torch.randn(rows, width, generator=gen)
+    x[torch.rand(rows, width, generator=gen) < 0.02] = NAN
+    e = torch.tensor([3000, 512, 1, 3100])
+    got = block_scores_triton(x, e, None, bs, 1, programs=q, tile=tile, num_warps=nw)
+    want = block_scores_torch(x, e, None, bs, 1)
+    assert same_bits(got, want), f"tile={tile} programs={q} seed={fresh_seed}"
+    with pytest.raises(ValueError, match="tile"):
+        block_scores_triton(x, e, None, bs, 1, tile=3)
