@@ -51,6 +51,8 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
 * ``S`` ninth session, full stage with flags (k = 64): the scores launch's programs (16 / 32 / 64 x SM, one per
   padded tile), tiles of 1024 blocks, 8 warps, unmasked whole tiles, at 4K-256K (the 640 x 256K regression of the
   ~32 x SM grid); the whole kernel's level-1 groups of 4, full stage and select stage at 64K / 256K.
+* ``T`` after S: the unfused stage A's tile (``nt`` = 64 / 128 / 256 super groups per iteration instead of 32: more
+  bytes in flight per program) and two programs per row, select stage at 256K (1-640 rows), full stage at 160 / 640.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -331,6 +333,14 @@ def points(section):
         for ctx, conc, nn in ((65536, 1, 1), (65536, 32, 1), (65536, 128, 5), (262144, 1, 1), (262144, 32, 1),
                               (262144, 128, 5)):
             pts.append(("select", ctx, conc, nn, 64, "normal", svar))
+    elif section == "T":  # after S: the unfused stage A's tile (super groups per iteration: bytes in flight per program)
+        svar = {"default": None, "nt64": {"nt": 64}, "nt128": {"nt": 128}, "nt256": {"nt": 256},
+                "p2": {"programs": 2}, "p2nt128": {"programs": 2, "nt": 128}}
+        for ctx, conc, nn in ((262144, 128, 5), (262144, 64, 5), (262144, 32, 5), (262144, 32, 1), (262144, 1, 1)):
+            pts.append(("select", ctx, conc, nn, 64, "normal", svar))
+        fvar = {"fold_unfused": None, "fold_unfused_nt128": {"nt": 128}, "fold_unfused_nt256": {"nt": 256}}
+        for ctx, conc, nn in ((262144, 128, 5), (262144, 32, 5)):
+            pts.append(("full", ctx, conc, nn, 64, "normal", fvar))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts
