@@ -483,8 +483,10 @@ def producer_section(rows, meta, path, h: str) -> str:
     ])
 
 
-def latency_section(rows, meta, path, h: str) -> str:
-    """The 1-row targets against the floor of the chain's own steps (``scripts/gpu_latency_ladder.py``)."""
+def latency_section(rows, meta, path, h: str, select_floor_us: float | None = None) -> str:
+    """The 1-row targets against the floor of the chain's own steps (``scripts/gpu_latency_ladder.py``);
+    ``select_floor_us``: the recorded bytes floor of the 640 x 256K select point (the sweep's), set beside the
+    640-program chain when both are recorded."""
     if not rows:
         return ""
     lad = [r for r in rows if r.get("what") == "ladder"]
@@ -531,7 +533,10 @@ def latency_section(rows, meta, path, h: str) -> str:
                    f"the three 512 → 64 stages alone take {fmt(many)} µs"
                    + (f" (their loads and a max alone {fmt(loads)} µs)" if loads is not None else "")
                    + f": {'more than' if many > 40 else 'a part of'} the 40 µs the 640 × 256K select target allows "
-                   "for the whole stage, before stage A has streamed its 84 MB of scores.\n")
+                   "for the whole stage"
+                   + (f"; with the point's bytes floor for stage A's stream of the scores ({fmt(select_floor_us)} µs, "
+                      f"the sweep's) in front of it and no overlap between the two, {fmt(many + select_floor_us)} µs"
+                      if select_floor_us else "") + ".\n")
     return "\n".join(out)
 
 
@@ -619,8 +624,9 @@ def build(data_dir: Path, *, itl_ms: float = 14.6, layers: int = 1, level: int =
     parts.append("\n" + producer_section(_data.load_rows(prod_path),
                                          _data.load_meta(data_dir / "producer_sweep.meta.json"), prod_path, hh))
     lat_path = data_dir / "latency_ladder.csv"
+    f640 = idx.get(("triton", "select", 262144, 128, 5, 64, "normal"), {}).get("floor_us")
     lat = latency_section(_data.load_rows(lat_path), _data.load_meta(data_dir / "latency_ladder.meta.json"),
-                          lat_path, hh)
+                          lat_path, hh, f640)
     if lat:
         parts.append("\n" + lat)
     seed = seed_section(Path(seed_root) if seed_root else _data.data_root(), hh)

@@ -61,7 +61,9 @@ def test_report_latency_section_from_a_recorded_format_csv(tmp_path):
         data.append_row(path, {"what": "ladder", "context": "", "case": lt.THROUGHPUT_CASES[-1][0], "n": 512,
                                "k": 64, "stages": 3, "num_warps": nw, "rows": 640, "median_us": t, "check": "ok"})
     md = report.latency_section(data.load_rows(path), {}, path, "###")
-    assert "the three 512 → 64 stages alone take 45.00 µs: more than the 40 µs" in md
+    assert "the three 512 → 64 stages alone take 45.00 µs: more than the 40 µs" in md and "bytes floor" not in md
+    md = report.latency_section(data.load_rows(path), {}, path, "###", 18.5)
+    assert "(18.50 µs, the sweep's) in front of it and no overlap between the two, 63.50 µs." in md
 
 
 def test_chain_topk_many_programs_each_its_own_chain(device, fresh_seed):
