@@ -521,10 +521,11 @@ def latency_section(rows, meta, path, h: str, select_floor_us: float | None = No
                "stage A (the row's stream and the arrival) and the gathers to that." if long_rows else "")
         out.append(f"\nWith `tl.topk` as the selection step, the steps alone (fastest warp count) are: three "
                    f"dependent 512 → 64 stages (the chain B → C → D) {fmt(three)} µs, two {fmt(two)} µs, one "
-                   f"top-k over 1024 keys {fmt(one)} µs. A row with more than 1024 candidate blocks (k = 64: 16K "
-                   "context and up) needs at least two 512-key stages or one stage over more than 1024 keys, so "
-                   f"it spends about 5 µs in selection steps before it has read its row: the 1-row target of 5 µs "
-                   f"is out of reach for a `tl.topk`-based chain there.{gap} A selection step cheaper than a "
+                   f"top-k over 1024 keys {fmt(one)} µs. A row with more than 2048 candidate blocks (k = 64: 64K "
+                   "context and up) needs at least two 512-key stages after its stream (or one stage over more than "
+                   "1024 keys), so it spends about 5 µs in selection steps alone: the 1-row target of 5 µs is out "
+                   "of reach for a `tl.topk`-based chain there. A 2048-block row (16K) ranks 512 and then 256 keys "
+                   f"(the third short chain) and lands at the target's edge.{gap} A selection step cheaper than a "
                    "bitonic top-k (e.g. a one-CTA radix select with shared-memory histograms, outside Triton's "
                    "primitives) would be needed; none is implemented here.\n")
     many, loads = best("640 programs: 3 x topk 512 -> 64 (B, C, D)"), best("640 programs: 3 x load 512 keys + max")

@@ -306,6 +306,31 @@ if tuneR[0]:
                                                stage="full", dist="normal")))
 
 # %% [markdown]
+# ### Ninth session: the last levers at 256K
+#
+# Section S timed the scores launch's remaining knobs at the one shape where every tile is live (16 / 64 x SM
+# programs, one program per padded tile, 1024-block tiles, 8 warps, unmasked whole tiles) and level-1 groups of 4 for
+# the 64K / 256K chains; section T the unfused stage A's tile (64-256 super groups per loop iteration) and two programs
+# per row for the 256K select. None is taken: the per-tile grid wins back ~8 µs at 640 x 256K and loses 19-25 µs at
+# 640 rows of 4K-64K; groups of 4 lose at 64K and 256K (stage B then ranks 1024 super maxima); larger stage-A tiles
+# lose (more registers, fewer resident programs), so that stream is not short of bytes in flight.
+
+# %%
+tuneS = viz.load_records("tune_dev/tune_dev_S")
+print(viz.record_label(tuneS[1], tuneS[2]) if tuneS[0] else "NO RECORD")
+if tuneS[0]:
+    print(proofs.format_table(viz.variant_rows(tuneS[0], ["fold_unfused", "fold_unfused_m16", "fold_unfused_m64",
+                                                          "fold_unfused_grid", "fold_unfused_t1024",
+                                                          "fold_unfused_whole", "fold_unfused_g4"],
+                                               stage="full", dist="normal")))
+    print(proofs.format_table(viz.variant_rows(tuneS[0], ["torch", "default", "g4"], stage="select", dist="normal")))
+tuneT = viz.load_records("tune_dev/tune_dev_T")
+print(viz.record_label(tuneT[1], tuneT[2]) if tuneT[0] else "NO RECORD")
+if tuneT[0]:
+    print(proofs.format_table(viz.variant_rows(tuneT[0], ["torch", "default", "nt64", "nt128", "nt256", "p2"],
+                                               stage="select", dist="normal")))
+
+# %% [markdown]
 # The recorded sweep, final kernels: the fused arm's time over the default (unfused) arm's, per context.
 
 # %%
@@ -319,11 +344,15 @@ print(report.fused_table(report.index(sweep[0])) if sweep[0] else "NO RECORD")
 #
 # At one row the select kernel is a chain of dependent steps, not a stream. `scripts/gpu_latency_ladder.py` times
 # the chain's own steps alone (`dsa_lab.latency_triton`: one program per launch, each stage's load depending on the
-# previous stage's top-k, every output checked against `torch.topk`), beside the 1-row select in the same process:
+# previous stage's top-k, every output checked against `torch.topk`), beside the 1-row select in the same process.
+# The `640 programs` cases run the same chain in 640 programs at once (one per row, as the hier kernel runs it
+# beyond the SM count): the chain's throughput at the 640 x 256K point, set beside that point's bytes floor.
 
 # %%
 lat = viz.load_records("latency_ladder")
-print(report.latency_section(lat[0], lat[1] or {}, lat[2], "###") if lat[0] else "NO RECORD")
+f640 = report.index(sweep[0]).get(("triton", "select", 262144, 128, 5, 64, "normal"), {}).get("floor_us") \
+    if sweep[0] else None
+print(report.latency_section(lat[0], lat[1] or {}, lat[2], "###", f640) if lat[0] else "NO RECORD")
 
 # %% [markdown]
 # ## The roofline, with measured ceilings
