@@ -1201,10 +1201,6 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
 
         sprog = programs_per_row(rows, nblocks, stile or tile_blocks(nblocks, bs),
                                  int(_impl.facts_for(logits)["sm_count"]), int(smult))
-    elif stile is not None and sprog is None:
-        from .scores_triton import SCORES_PROGRAMS, programs_per_row
-
-        sprog = programs_per_row(rows, nblocks, stile, int(_impl.facts_for(logits)["sm_count"]), SCORES_PROGRAMS)
     if fused:
         ids = _launch(logits, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
                       2, True, bs, cfg, flags)

@@ -226,6 +226,9 @@ BLOCK_PATHS = [
     ("flags_in_scores", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "flags_in_scores": True,
                          "scores_programs": 3}),
     ("flags_in_scores_direct", {"flags_in_scores": True}),
+    # ninth session's dev knobs: the scores launch's tile (8 blocks: several per row) and warps, striding programs
+    ("scores_tile_warps", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "scores_tile": 8,
+                           "scores_warps": 2, "scores_mult": 1}),
 ]
 
 
