@@ -53,6 +53,8 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
   ~32 x SM grid); the whole kernel's level-1 groups of 4, full stage and select stage at 64K / 256K.
 * ``T`` after S: the unfused stage A's tile (``nt`` = 64 / 128 / 256 super groups per iteration instead of 32: more
   bytes in flight per program) and two programs per row, select stage at 256K (1-640 rows), full stage at 160 / 640.
+* ``U`` after T: the select kernel at 4 / 16 warps (4 with 16 super groups per stage-A tile) and stage A in a launch
+  of its own (four programs per row; its second launch at 8 warps), select stage at 160-640 x 256K.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -341,6 +343,12 @@ def points(section):
         fvar = {"fold_unfused": None, "fold_unfused_nt128": {"nt": 128}, "fold_unfused_nt256": {"nt": 256}}
         for ctx, conc, nn in ((262144, 128, 5), (262144, 32, 5)):
             pts.append(("full", ctx, conc, nn, 64, "normal", fvar))
+    elif section == "U":  # after T: the select kernel's warps and stage A in its own launch at 160-640 x 256K
+        tp = {"two_phase": True, "programs": 4}
+        svar = {"default": None, "w4": {"num_warps": 4}, "w4nt16": {"num_warps": 4, "nt": 16},
+                "w16": {"num_warps": 16}, "tp": tp, "tp_w4_8": {**tp, "num_warps": 4, "num_warps2": 8}}
+        for ctx, conc, nn in ((262144, 128, 5), (262144, 64, 5), (262144, 32, 5)):
+            pts.append(("select", ctx, conc, nn, 64, "normal", svar))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts
@@ -378,6 +386,7 @@ def main():
     ap.add_argument("--start", type=int, default=0, help="skip the first N points (a parallel --check-only compiler)")
     ap.add_argument("--smoke", action="store_true", help="CPU interpreter, tiny width, first points only (checks)")
     ap.add_argument("--part", default=None, help="i/K: only points i, i+K, ... (parallel --check-only compilers)")
+    ap.add_argument("--arms", default=None, help="a,b,...: only these variants (parallel --check-only compilers)")
     a = ap.parse_args()
     dev, mml = ("cpu", 4096) if a.smoke else ("cuda", MML)
     if a.smoke:
@@ -388,6 +397,9 @@ def main():
     if a.part:
         i, kk = (int(v) for v in a.part.split("/"))
         pts = pts[i::kk]
+    if a.arms:
+        keep = set(a.arms.split(","))
+        pts = [(st, c, cc, nn, k, d, {n: v for n, v in var.items() if n in keep}) for st, c, cc, nn, k, d, var in pts]
     if a.smoke:
         pts = [(st, min(c, mml), 1, 1, k, d, v) for st, c, cc, nn, k, d, v in pts[:2] + pts[-1:]]
     w = None
