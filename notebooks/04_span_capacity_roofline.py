@@ -313,7 +313,8 @@ if tuneR[0]:
 # the 64K / 256K chains; section T the unfused stage A's tile (64-256 super groups per loop iteration) and two programs
 # per row for the 256K select. None is taken: the per-tile grid wins back ~8 µs at 640 x 256K and loses 19-25 µs at
 # 640 rows of 4K-64K; groups of 4 lose at 64K and 256K (stage B then ranks 1024 super maxima); larger stage-A tiles
-# lose (more registers, fewer resident programs), so that stream is not short of bytes in flight.
+# lose (more registers, fewer resident programs), so that stream is not short of bytes in flight. Section U: the select
+# kernel at 4 / 16 warps loses; stage A in a launch of its own gains 2-4% at 320-640 x 256K (and loses at 64K).
 
 # %%
 tuneS = viz.load_records("tune_dev/tune_dev_S")
@@ -328,6 +329,11 @@ tuneT = viz.load_records("tune_dev/tune_dev_T")
 print(viz.record_label(tuneT[1], tuneT[2]) if tuneT[0] else "NO RECORD")
 if tuneT[0]:
     print(proofs.format_table(viz.variant_rows(tuneT[0], ["torch", "default", "nt64", "nt128", "nt256", "p2"],
+                                               stage="select", dist="normal")))
+tuneU = viz.load_records("tune_dev/tune_dev_U")  # its meta JSON did not come back (data/README.md): no GPU label
+print(viz.record_label(tuneU[1], tuneU[2]) if tuneU[0] else "NO RECORD")
+if tuneU[0]:
+    print(proofs.format_table(viz.variant_rows(tuneU[0], ["torch", "default", "w4", "w4nt16", "w16", "tp", "tp_w4_8"],
                                                stage="select", dist="normal")))
 
 # %% [markdown]
