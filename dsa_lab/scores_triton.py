@@ -160,7 +160,8 @@ def programs_per_row(rows: int, nblocks: int, bj: int, sm_count: int, mult: int 
 
 
 def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_repeat=1, padded=False,
-                        fill_dead=True, whole_tiles=None, programs=None, zero_flags=None, tile=None, num_warps=None):
+                        fill_dead=True, whole_tiles=None, programs=None, zero_flags=None, tile=None, num_warps=None,
+                        mult=None):
     """Block scores of ``logits`` (arguments validated by :func:`dsa_lab.block_scores`).
 
     Args:
@@ -177,7 +178,7 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
         whole_tiles: bounded only: programs whose tile lies wholly inside the live extent load without a
             bounds mask (default :data:`SCORES_WHOLE_TILES`); the same values either way.
         programs: bounded only: programs per row (each strides over the row's tiles); None = the rule
-            :func:`programs_per_row` with :data:`SCORES_PROGRAMS`; the same values either way.
+            :func:`programs_per_row` with ``mult`` (default :data:`SCORES_PROGRAMS`); the same values either way.
         zero_flags: bounded only: a contiguous ``uint8 [rows, nblocks + 1]`` tensor this launch also zeroes
             (every byte; the unfused select composition's flags, set by the select kernel after it).
         tile, num_warps: blocks per tile (a power of two; default :func:`tile_blocks`) and warps per program
@@ -194,7 +195,9 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
         return out
     bsp = _np2(bs)
     bj = tile_blocks(nblocks, bs)
-    if tile is not None and not padded:
+    if padded and (tile is not None or programs is not None or mult is not None or zero_flags is not None):
+        raise ValueError("tile, programs, mult and zero_flags apply to the bounded kernel only (padded=False)")
+    if tile is not None:
         if not isinstance(tile, int) or tile < 1 or tile & (tile - 1):
             raise ValueError(f"tile must be a power of two >= 1, got {tile!r}")
         bj = tile
@@ -207,10 +210,11 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
     else:
         from ._impl import facts_for
 
-        q = programs_per_row(rows, nblocks, bj, int(facts_for(logits)["sm_count"]), SCORES_PROGRAMS)
+        q = programs_per_row(rows, nblocks, bj, int(facts_for(logits)["sm_count"]),
+                             SCORES_PROGRAMS if mult is None else mult)
     zf = 0
     if zero_flags is not None:
-        if padded or zero_flags.dtype != torch.uint8 or tuple(zero_flags.shape) != (rows, nblocks + 1) \
+        if zero_flags.dtype != torch.uint8 or tuple(zero_flags.shape) != (rows, nblocks + 1) \
                 or not zero_flags.is_contiguous():
             raise ValueError(f"zero_flags must be a contiguous uint8 [{rows}, {nblocks + 1}] tensor (bounded kernel)")
         zf = 2 if zero_flags.data_ptr() % 16 == 0 else 1

@@ -1196,11 +1196,6 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
     smult = cfg.pop("scores_mult", None)  # unfused: ... or its rule's multiple of the SM count (dev A/B)
     stile = cfg.pop("scores_tile", None)  # unfused: the scores kernel's blocks per tile (dev A/B)
     swarps = cfg.pop("scores_warps", None)  # unfused: ... and its warps per program (dev A/B)
-    if smult is not None and sprog is None:
-        from .scores_triton import programs_per_row, tile_blocks
-
-        sprog = programs_per_row(rows, nblocks, stile or tile_blocks(nblocks, bs),
-                                 int(_impl.facts_for(logits)["sm_count"]), int(smult))
     if fused:
         ids = _launch(logits, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
                       2, True, bs, cfg, flags)
@@ -1214,7 +1209,7 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
     else:
         fz = False
     sc = block_scores_triton(logits, row_ends, row_starts, bs, row_repeat, fill_dead=False,
-                             whole_tiles=whole, programs=sprog, tile=stile, num_warps=swarps,
+                             whole_tiles=whole, programs=sprog, tile=stile, num_warps=swarps, mult=smult,
                              zero_flags=flags if fz else None)  # read < extent only
     if fz:
         cfg["flags_zeroed"] = True

@@ -228,3 +228,7 @@ def test_block_scores_tile_and_warps_same_bits(tile, q, nw, fresh_seed):
     assert same_bits(got, want), f"tile={tile} programs={q} seed={fresh_seed}"
     with pytest.raises(ValueError, match="tile"):
         block_scores_triton(x, e, None, bs, 1, tile=3)
+    with pytest.raises(ValueError, match="bounded kernel only"):  # the padded kernel has no such knobs
+        block_scores_triton(x, e, None, bs, 1, padded=True, tile=tile)
+    # the programs rule's multiple (``mult``, the dev key scores_mult): one program per row here, same bits
+    assert same_bits(block_scores_triton(x, e, None, bs, 1, tile=tile, num_warps=nw, mult=1), want), f"seed={fresh_seed}"
