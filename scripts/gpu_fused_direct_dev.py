@@ -43,7 +43,9 @@ from dsa_lab.sweep import BLOCK_SIZE, MML, Point, full_stage_inputs  # noqa: E40
 from dsa_lab.verify import compare  # noqa: E402
 
 POISON = 0x7EADBEEF
-PAD = -(2**63)
+PAD = tl.constexpr(-(2**63))
+_FZT = tl.constexpr(4096)  # bytes of flags zeroed per loop iteration
+_WORDS = tl.constexpr(1)  # tl_zero_flags MODE 1: 8-byte words (the flags tensor is 16-byte aligned)
 
 
 @triton.jit(do_not_specialize=["width", "n", "k"])
@@ -55,7 +57,7 @@ def _min_direct_kernel(x_ptr, x_stride, end_ptr, out_ptr, flags_ptr, width, n, k
     end = tl.maximum(tl.load(end_ptr + row).to(tl.int64), 0)
     lend = tl.minimum(end, width)
     if FLAGS:
-        tl_zero_flags(flags_ptr, row, 0, n + 1, n, 4096, 1)
+        tl_zero_flags(flags_ptr, row, 0, n + 1, n, _FZT, _WORDS)
     i = tl.arange(0, DT * BS)
     x = tl.load(x_ptr + row.to(tl.int64) * x_stride + i, mask=i < lend.to(tl.int32), other=float("-inf"))
     h = tl.max(tl.reshape(tl_ordered_hi(x), [DT, BS]), axis=1)
@@ -101,6 +103,9 @@ def arms(x, E, k, out, flags, sc):
                                                            config={"programs": 1}),
         "fused_w4": lambda: select_candidate_blocks_triton(x, E, k, None, BLOCK_SIZE, 1, out, fused=True,
                                                            config={"num_warps": 4}),
+        "fused_p1_flags": lambda: select_candidate_blocks_triton(x, E, k, None, BLOCK_SIZE, 1, out, fused=True,
+                                                                 with_flags=True, flags_out=flags,
+                                                                 config={"programs": 1}),
         "select": lambda: _launch(sc, E, None, out, x.shape[0], n, x.shape[1], k, 1, 2, False, BLOCK_SIZE, None),
         "min8": lambda: min_direct(x, E, k, out),
         "min4": lambda: min_direct(x, E, k, out, num_warps=4),
@@ -116,6 +121,7 @@ def main():
     ap.add_argument("--smoke", action="store_true", help="CPU interpreter: checks only, two small points")
     ap.add_argument("--rows", default="1,32,64,128,640")
     ap.add_argument("--context", type=int, default=4096)
+    ap.add_argument("--arms", default=None, help="a,b,...: only these arms")
     a = ap.parse_args()
     dev, mml = ("cpu", 4096) if a.smoke else ("cuda", MML)
     rows_list = [1, 3] if a.smoke else [int(v) for v in a.rows.split(",")]
@@ -140,6 +146,8 @@ def main():
         flags = torch.empty((rows, n + 1), dtype=torch.uint8, device=dev)
         res = {}
         for name, fn in arms(x, E, k, out, flags, sc).items():
+            if a.arms and name not in a.arms.split(","):
+                continue
             out.fill_(POISON)
             flags.fill_(0xAB)
             check = "timing only"
