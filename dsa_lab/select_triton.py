@@ -424,6 +424,46 @@ def _keys2d(src_ptr, row_off, cols, valid, start, end, width,
 
 
 @triton.jit
+def _group_keys(src_ptr, row_off, gid, valid, L, start, end, width, G: tl.constexpr,
+                FUSED: tl.constexpr, BS: tl.constexpr):
+    """Best packed key of each group ``gid`` of ``G`` columns (fused: blocks) -- ``[gid * G, gid * G + G)`` cut at
+    ``L`` -- in ``gid``'s own shape and layout; PAD_KEY where ``~valid`` or the group holds no column below ``L``.
+    Same bits as :func:`_keys2d` over the group's columns then a max (fused: the block scores of
+    :func:`dsa_lab.scores_triton.tl_block_score`, NaN-propagating, the newest block pinned to ``+inf``; never
+    loading a logit outside ``[start, min(end, width))``).
+
+    Why not that tile and a ``tl.max`` over its group axis: a reduction over an axis spread across lanes leaves its
+    result replicated over those lanes (sm_90 TTGIR, triton 3.6: the stage-C keys 8x, the fused direct path's and
+    stage D's 8x), and a ``tl.topk`` over a replicated layout repeats its work that many times (H200,
+    ``scripts/gpu_fused_direct_dev.py``: a 512-key direct path from 4096 logits 5.7 µs against 3.0 from 512 scores).
+    Here each column (fused: each logit of each block) is one strided load of ``gid``'s shape and the max is
+    elementwise, in the ordered-integer domain, the smallest column winning ties (strict ``>`` in column order)."""
+    hb = tl.full(gid.shape, -2147483648, tl.int32)  # no float's ordered high word: "no column yet"
+    ib = tl.zeros(gid.shape, tl.int32)
+    g64 = gid.to(tl.int64)
+    if FUSED:
+        lend = tl.minimum(end, width)
+        newest = tl.where(end > start, (end - start - 1) // BS, -1)
+    for t in tl.static_range(G):
+        col = g64 * G + t
+        ok = valid & (col < L)
+        if FUSED:
+            c = start + col * BS
+            h = tl_ordered_hi(tl.load(src_ptr + row_off + c, mask=ok & (c < lend), other=float("-inf")))
+            for u in tl.static_range(1, BS):
+                x = tl.load(src_ptr + row_off + c + u, mask=ok & (c + u < lend), other=float("-inf"))
+                h = tl.maximum(h, tl_ordered_hi(x))
+            h = tl.where(col == newest, 0x7F800000, h)
+        else:
+            h = tl_ordered_hi(tl.load(src_ptr + row_off + col, mask=ok, other=0.0))
+        upd = ok & (h > hb)
+        hb = tl.where(upd, h, hb)
+        ib = tl.where(upd, t, ib)
+    key = (hb.to(tl.int64) << 32) | (0xFFFFFFFF - (g64 * G + ib))
+    return tl.where(hb == -2147483648, _PAD, key)
+
+
+@triton.jit
 def _best_per_row(sc, cols, valid):
     """Best key of each row of a 2-D tile = max(tl_pack_key) along axis 1, computed in 32-bit:
     the largest ordered high word, then the smallest column holding it (PAD_KEY for an all-masked
@@ -440,7 +480,7 @@ def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, s
                  WROW: tl.constexpr, NSG: tl.constexpr, KP: tl.constexpr, G1: tl.constexpr, G2: tl.constexpr,
                  SB: tl.constexpr, KC: tl.constexpr,
                  FUSED: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, RSEL: tl.constexpr,
-                 FLAGS: tl.constexpr, NOA: tl.constexpr):
+                 FLAGS: tl.constexpr, NOA: tl.constexpr, SKEYS: tl.constexpr):
     """Stages B-D for one row whose super-group maxima are in the workspace (``FLAGS``: and the row's flags,
     already zeroed by the row's programs).
 
@@ -497,6 +537,10 @@ def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, s
         l1 = tl.load(ws_ptr + l1all_base + sg[:, None] * G2 + j2[None, :], mask=sg[:, None] >= 0,
                      other=_PAD, cache_modifier=".cg")
         l1 = tl.reshape(l1, [KP * G2])
+    elif SKEYS:  # each level-1 group's best key from strided loads: no reduction, so no replicated layout
+        gid = sg[:, None] * G2 + tl.arange(0, G2)[None, :]
+        l1 = tl.reshape(_group_keys(src_ptr, row_off, gid, sg[:, None] >= 0, L, start, end, width, G1, FUSED, BS),
+                        [KP * G2])
     elif KC == KP:  # the whole [KP, S] tile fits: stay in registers
         cols = sg[:, None] * S + js[None, :]
         valid = (sg[:, None] >= 0) & (cols < L)
@@ -541,7 +585,10 @@ def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, s
         # D: the chosen level-1 groups' columns
         cols = g1[:, None] * G1 + jg[None, :]
         valid = (g1[:, None] >= 0) & (cols < L)
-        kk = _keys2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
+        if FUSED and SKEYS:  # a block's logits as BS strided loads (a reduction over them replicates the layout)
+            kk = _group_keys(src_ptr, row_off, cols, valid, L, start, end, width, 1, FUSED, BS)
+        else:
+            kk = _keys2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
         if G1 > 1:
             top = tl.topk(tl.reshape(kk, [KP * G1]), KP)
         else:
@@ -565,6 +612,7 @@ def _hier_kernel(
     BS: tl.constexpr, BSP: tl.constexpr, RSEL: tl.constexpr, FLAGS: tl.constexpr, SHORTC: tl.constexpr,
     SC2: tl.constexpr, KC2: tl.constexpr, FASTA: tl.constexpr, PHASE: tl.constexpr, FZW: tl.constexpr,
     DIRECT1D: tl.constexpr, SC3: tl.constexpr, G1S: tl.constexpr, G2S: tl.constexpr, KC3: tl.constexpr,
+    SKEYS: tl.constexpr,
 ):
     """Exact top-k by nested group maxima.
 
@@ -608,7 +656,9 @@ def _hier_kernel(
                 if FLAGS:
                     _flags_set(flags_ptr, row, jd, sel, start, width, n, BS)
             else:
-                if FUSED and DIRECT1D and BSP == BS:
+                if FUSED and SKEYS:  # the block scores from BS strided loads each: the top-k's layout unreplicated
+                    kk = _group_keys(src_ptr, row_off, jd, jd < L, L, start, end, width, 1, FUSED, BS)
+                elif FUSED and DIRECT1D and BSP == BS:
                     kk = _direct_keys_1d(src_ptr, row_off, L, start, end, width, DT, BS)
                 else:
                     kk = tl.reshape(_keys2d(src_ptr, row_off, cols, cols < L, start, end, width, FUSED, BS, BSP),
@@ -626,7 +676,8 @@ def _hier_kernel(
                 _flags_zero(flags_ptr, row, 0, n + 1, n, _FZT, FZW)
                 tl.debug_barrier()
             _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, (L + G1S * G2S - 1) // (G1S * G2S),
-                         start, end, width, k, WROW, NSG, KP, G1S, G2S, SB, KC3, FUSED, BS, BSP, RSEL, FLAGS, True)
+                         start, end, width, k, WROW, NSG, KP, G1S, G2S, SB, KC3, FUSED, BS, BSP, RSEL, FLAGS, True,
+                         SKEYS)
     elif SHORTC and (L + S - 1) // S <= KP:
         # short chain: at most KP super groups, all chosen, so stage A (its stream, the arrival) buys nothing;
         # program 0 runs C-D over the row alone
@@ -635,7 +686,7 @@ def _hier_kernel(
                 _flags_zero(flags_ptr, row, 0, n + 1, n, _FZT, FZW)
                 tl.debug_barrier()
             _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, (L + S - 1) // S, start, end,
-                         width, k, WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, True)
+                         width, k, WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, True, SKEYS)
     else:
         sc2 = False
         if SC2 > 1:  # constexpr: kernels without the second short chain compile no code for it
@@ -648,13 +699,13 @@ def _hier_kernel(
                     tl.debug_barrier()
                 _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, (L + S * SC2 - 1) // (S * SC2),
                              start, end, width, k, WROW, NSG, KP, G1, G2 * SC2, SB, KC2, FUSED, BS, BSP, RSEL, FLAGS,
-                             True)
+                             True, SKEYS)
         elif PHASE == 2:  # stage A ran in the first launch: B-D from the workspace, one program per row
             if FLAGS:
                 _flags_zero(flags_ptr, row, 0, n + 1, n, _FZT, FZW)
                 tl.debug_barrier()
             _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, (L + S - 1) // S, start, end,
-                         width, k, WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, False)
+                         width, k, WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, False, SKEYS)
         else:
             nsg = (L + S - 1) // S
             chunk = tl.maximum((nsg + P - 1) // P, MIN_SG)  # split derived on the device from L
@@ -715,18 +766,19 @@ def _hier_kernel(
                 if PHASE != 1:  # (PHASE 1: the second launch finishes the row)
                     if not MULTI:  # one program per row: no counter, no merge (compiled away)
                         _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, start, end, width, k,
-                                     WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, False)
+                                     WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, False, SKEYS)
                     else:
                         if n_act == 1:
                             _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, start, end,
-                                         width, k, WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, False)
+                                         width, k, WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, False,
+                                         SKEYS)
                         else:
                             old = tl.atomic_add(cnt_ptr + row, 1, sem="acq_rel")
                             if old == n_act - 1:
                                 tl.debug_barrier()
                                 _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, start,
                                              end, width, k, WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL,
-                                             FLAGS, False)
+                                             FLAGS, False, SKEYS)
                                 tl.store(cnt_ptr + row, 0)  # reset for the next call / graph replay
 
 
@@ -839,6 +891,13 @@ HIER_FAST_A: bool | None = None
 # with flags, same process): words: fused 1 x 4K 6.9 -> 6.4 µs, 128 x 4K 12.0 -> 10.6, 1 x 256K 17.0 -> 16.7, 640
 # rows unchanged (the flags kernel writes them there); the 1-D direct load: no change (6.9 / 7.3 / 28.9 µs).
 HIER_FLAGS_WIDE: bool = True
+# Tenth session: the keys a top-k ranks, where they are group maxima (stage C's level-1 keys; fused: block scores in
+# the direct path and stage D), come from strided loads with an elementwise max (:func:`_group_keys`) instead of a
+# tile reduced along a lane-spread axis, whose result Triton leaves replicated over those lanes (sm_90 TTGIR: 8x for
+# stage C of the main chain and for the fused direct path and stage D, 4x for the third short chain); the top-k then
+# repeats its work that many times.  Measured first on a minimal fused direct kernel (fused_direct_dev.csv): 1 x 4K
+# 5.7 µs against 3.0 for the select kernel over scores; outcome in the kernel: notes/select_kernel.md.
+HIER_STRIDED_KEYS: bool = True
 HIER_DIRECT1D: bool = False
 # A third short chain, decided on the device like the others: rows of at most KP super groups of (G1 / 2) * G2
 # columns (k = 64: 2048 columns, 16K context) take level-1 groups of G1 / 2, so stage C's top-k sees KP * G2
@@ -873,7 +932,7 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
               kernel_flags: bool | None = None, fast_a: bool | None = None, nt: int | None = None,
               two_phase: bool | None = None, num_warps2: int | None = None, flags_wide: bool | None = None,
               direct1d: bool | None = None, short_chain3: bool | None = None,
-              flags_zeroed: bool = False) -> dict:
+              strided_keys: bool | None = None, flags_zeroed: bool = False) -> dict:
     """v2 ("hier") launch configuration, from shapes and device facts only.
 
     G1 = G2 = group size (8 for k <= 64: the three bitonic stages then see 512 keys each);
@@ -891,8 +950,9 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     kernel zeroes flags as 8-byte words; ``direct1d`` (default :data:`HIER_DIRECT1D`): the fused direct path loads
     the row as one contiguous 1-D tile.  ``short_chain3`` (default :data:`HIER_SHORT_CHAIN3`, unfused, k <= 64,
     level-1 groups of at least 4): rows of at most KP super groups of ``(G1 / 2) * G2`` columns run C-D with
-    level-1 groups of ``G1 / 2`` (``G1S``, ``G2S``, ``KC3``).  ``flags_zeroed``: an earlier launch zeroed the
-    flags; the kernel only sets them.
+    level-1 groups of ``G1 / 2`` (``G1S``, ``G2S``, ``KC3``).  ``strided_keys`` (default
+    :data:`HIER_STRIDED_KEYS`): group maxima ranked by a top-k come from :func:`_group_keys` (``SKEYS``).
+    ``flags_zeroed``: an earlier launch zeroed the flags; the kernel only sets them.
     """
     KP = max(2, _np2(k))
     bsp = _np2(block_size) if fused else 1
@@ -968,7 +1028,8 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
                 num_warps2=int(num_warps2 or nw),
                 flags_wide=bool(HIER_FLAGS_WIDE if flags_wide is None else flags_wide),
                 direct1d=bool(HIER_DIRECT1D if direct1d is None else direct1d), SC3=SC3, G1S=G1S, G2S=G2S,
-                KC3=KC3, flags_zeroed=bool(flags_zeroed))
+                KC3=KC3, skeys=bool(HIER_STRIDED_KEYS if strided_keys is None else strided_keys),
+                flags_zeroed=bool(flags_zeroed))
 
 
 # Rows whose KP = next_pow2(k) is at least this take the radix select (dsa_lab.select_radix_triton) instead of
@@ -1076,7 +1137,7 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
                       LEN_MODE=len_mode, HAS_START=start_t is not None, FUSED=fused, BS=bs, BSP=_np2(bs),
                       RSEL=cfg["rsel"], SHORTC=cfg["short_chain"], SC2=cfg["SC2"], KC2=cfg["KC2"],
                       FASTA=cfg["fast_a"], DIRECT1D=cfg["direct1d"], SC3=cfg["SC3"], G1S=cfg["G1S"],
-                      G2S=cfg["G2S"], KC3=cfg["KC3"],
+                      G2S=cfg["G2S"], KC3=cfg["KC3"], SKEYS=cfg["skeys"],
                       # flags zeroing (tl_zero_flags MODE): 2 none (an earlier launch zeroed them), 1 8-byte words
                       # (16-byte aligned tensor), 0 bytes
                       FZW=2 if cfg["flags_zeroed"] else int(cfg["flags_wide"] and kflags and flags.data_ptr() % 16 == 0))

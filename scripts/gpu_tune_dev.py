@@ -1,6 +1,6 @@
 """Dev measurement (H200): choose the dispatch of ``impl="triton"`` from measured variants.
 
-    DSA_LAB_COMMIT=... python3 scripts/gpu_tune_dev.py --section A..P [--check-only] [--out DIR] [--max-s S]
+    DSA_LAB_COMMIT=... python3 scripts/gpu_tune_dev.py --section A..V [--check-only] [--out DIR] [--max-s S]
 
 Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``full_stage_inputs``):
 
@@ -55,6 +55,10 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
   bytes in flight per program) and two programs per row, select stage at 256K (1-640 rows), full stage at 160 / 640.
 * ``U`` after T: the select kernel at 4 / 16 warps (4 with 16 super groups per stage-A tile) and stage A in a launch
   of its own (four programs per row; its second launch at 8 warps), select stage at 160-640 x 256K.
+* ``V`` tenth session: the group maxima a top-k ranks (stage C's level-1 keys; fused: the direct path's and stage
+  D's block scores) from strided loads with an elementwise max (``strided_keys``, the default) against the old
+  reduced tiles (replicated layouts), select stage at 16K-256K (k = 64, and k = 512 at 160 x 256K) and the full
+  stage (unfused and fused, with flags) at 4K-256K.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -349,6 +353,18 @@ def points(section):
                 "w16": {"num_warps": 16}, "tp": tp, "tp_w4_8": {**tp, "num_warps": 4, "num_warps2": 8}}
         for ctx, conc, nn in ((262144, 128, 5), (262144, 64, 5), (262144, 32, 5)):
             pts.append(("select", ctx, conc, nn, 64, "normal", svar))
+    elif section == "V":  # tenth session: group maxima by strided loads (unreplicated top-k layouts) vs the old tiles
+        old = {"strided_keys": False}
+        svar = {"default": None, "old": old}
+        for ctx, conc, nn in ((16384, 1, 1), (16384, 32, 1), (16384, 128, 5), (65536, 1, 1), (65536, 128, 5),
+                              (262144, 1, 1), (262144, 32, 1), (262144, 32, 5), (262144, 128, 5)):
+            pts.append(("select", ctx, conc, nn, 64, "normal", svar))
+        pts.append(("select", 262144, 32, 5, 512, "normal", svar))
+        fvar = {"fold_unfused": None, "fold_unfused_old": old, "fold_fused": None, "fold_fused_old": old}
+        for ctx, conc, nn in ((4096, 1, 1), (4096, 32, 1), (4096, 128, 1), (4096, 128, 5), (16384, 1, 1),
+                              (16384, 32, 1), (16384, 128, 5), (65536, 32, 1), (262144, 1, 1), (262144, 32, 1),
+                              (262144, 128, 5)):
+            pts.append(("full", ctx, conc, nn, 64, "normal", fvar))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts

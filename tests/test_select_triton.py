@@ -45,6 +45,10 @@ PATHS = [
     ("rsel_1prog", {"direct": 8, "group": 4, "rsel": True, "short_chain": False}),
     ("rsel_multi", {"direct": 8, "group": 2, "programs": 5, "rsel": True, "short_chain": False}),
     ("rsel_short_chain", {"direct": 8, "group": 4, "programs": 5, "rsel": True}),
+    # tenth session: the old group maxima (a tile reduced along its group axis) kept as an A/B option
+    ("old_tiles_chain", {"direct": 8, "group": 4, "programs": 5, "short_chain": False, "strided_keys": False}),
+    ("old_tiles_short_chain3", {"direct": 8, "group": 4, "programs": 5, "short_chain3": True,
+                                "strided_keys": False}),
     ("fold_1prog", {"algo": "fold", "tile": 64}),
     ("fold_multi", {"algo": "fold", "tile": 32, "programs": 6}),
     ("fold_fallback", {"algo": "fold", "tile": 32, "programs": 6, "cap": 8}),
@@ -220,6 +224,9 @@ BLOCK_PATHS = [
     # the third short chain: level-1 groups of 2 (group 4; C in registers) and of 4 (group 8; fused: C in chunks)
     ("short_chain3", {"direct": 4, "group": 4, "programs": 3, "short_chain3": True}),
     ("short_chain3_g8", {"direct": 4, "group": 8, "programs": 3, "short_chain3": True, "flags_wide": True}),
+    # tenth session: the old group maxima / fused block scores (reduced tiles), kept as an A/B option
+    ("old_tiles_direct", {"strided_keys": False}),
+    ("old_tiles_chains", {"direct": 4, "group": 4, "programs": 3, "strided_keys": False}),
     ("multi_flags_wide", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "flags_wide": True,
                           "scores_programs": 2}),
     # unfused: the scores launch zeroes the flags (its programs one slice of each row each), the kernel sets them
