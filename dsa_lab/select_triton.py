@@ -476,6 +476,19 @@ def _best_per_row(sc, cols, valid):
 
 
 @triton.jit
+def _first_col_keys(sc, grp, valid, GS: tl.constexpr):
+    """Key of each row of a 2-D score tile (group ``grp``, ``GS`` columns per group) for ranking the groups: the
+    largest ordered high word with the group's *first* column in the low word (PAD_KEY for an all-masked row).
+    Groups are disjoint, aligned column ranges, so among groups with equal maxima the one with the smaller first
+    column also holds the smaller best column: the ranking equals that of :func:`_best_per_row`'s keys (the best
+    column's), and stage B takes only the group from it, so one max reduction serves instead of a max and an argmin."""
+    h = tl.where(valid, tl_ordered_hi(sc), -2147483648)
+    hm = tl.max(h, axis=1)
+    key = (hm.to(tl.int64) << 32) | (0xFFFFFFFF - grp.to(tl.int64) * GS)
+    return tl.where(hm == -2147483648, _PAD, key)
+
+
+@triton.jit
 def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, start, end, width, k,
                  WROW: tl.constexpr, NSG: tl.constexpr, KP: tl.constexpr, G1: tl.constexpr, G2: tl.constexpr,
                  SB: tl.constexpr, KC: tl.constexpr,
@@ -612,7 +625,7 @@ def _hier_kernel(
     BS: tl.constexpr, BSP: tl.constexpr, RSEL: tl.constexpr, FLAGS: tl.constexpr, SHORTC: tl.constexpr,
     SC2: tl.constexpr, KC2: tl.constexpr, FASTA: tl.constexpr, PHASE: tl.constexpr, FZW: tl.constexpr,
     DIRECT1D: tl.constexpr, SC3: tl.constexpr, G1S: tl.constexpr, G2S: tl.constexpr, KC3: tl.constexpr,
-    SKEYS: tl.constexpr,
+    SKEYS: tl.constexpr, SDIR: tl.constexpr, AFIRST: tl.constexpr,
 ):
     """Exact top-k by nested group maxima.
 
@@ -656,7 +669,7 @@ def _hier_kernel(
                 if FLAGS:
                     _flags_set(flags_ptr, row, jd, sel, start, width, n, BS)
             else:
-                if FUSED and SKEYS:  # the block scores from BS strided loads each: the top-k's layout unreplicated
+                if FUSED and SDIR:  # the block scores from BS strided loads each: the top-k's layout unreplicated
                     kk = _group_keys(src_ptr, row_off, jd, jd < L, L, start, end, width, 1, FUSED, BS)
                 elif FUSED and DIRECT1D and BSP == BS:
                     kk = _direct_keys_1d(src_ptr, row_off, L, start, end, width, DT, BS)
@@ -759,6 +772,8 @@ def _hier_kernel(
                         jl = s0 * G2 + tl.arange(0, NT * G2)
                         tl.store(ws_ptr + wbase + NSG + KP + KP * G2 + jl, l1k, mask=jl < hi * G2)
                         best = tl.max(tl.reshape(l1k, [NT, G2]), axis=1)
+                    elif AFIRST:  # the super group's key carries its first column: one max, no argmin
+                        best = _first_col_keys(sc, sg, valid, S)
                     else:
                         best = _best_per_row(sc, cols, valid)
                     tl.store(ws_ptr + wbase + sg, best, mask=sg < hi)
@@ -891,13 +906,22 @@ HIER_FAST_A: bool | None = None
 # with flags, same process): words: fused 1 x 4K 6.9 -> 6.4 µs, 128 x 4K 12.0 -> 10.6, 1 x 256K 17.0 -> 16.7, 640
 # rows unchanged (the flags kernel writes them there); the 1-D direct load: no change (6.9 / 7.3 / 28.9 µs).
 HIER_FLAGS_WIDE: bool = True
-# Tenth session: the keys a top-k ranks, where they are group maxima (stage C's level-1 keys; fused: block scores in
-# the direct path and stage D), come from strided loads with an elementwise max (:func:`_group_keys`) instead of a
-# tile reduced along a lane-spread axis, whose result Triton leaves replicated over those lanes (sm_90 TTGIR: 8x for
-# stage C of the main chain and for the fused direct path and stage D, 4x for the third short chain); the top-k then
-# repeats its work that many times.  Measured first on a minimal fused direct kernel (fused_direct_dev.csv): 1 x 4K
-# 5.7 µs against 3.0 for the select kernel over scores; outcome in the kernel: notes/select_kernel.md.
-HIER_STRIDED_KEYS: bool = True
+# Tenth session: the keys a top-k ranks, where they are group maxima, from strided loads with an elementwise max
+# (:func:`_group_keys`) instead of a tile reduced along a lane-spread axis, whose result Triton leaves replicated
+# over those lanes (sm_90 TTGIR, triton 3.6: 8x for stage C of the main chain and for the fused direct path and stage
+# D, 4x for the third short chain), so that the top-k does not repeat its work.  Predicted from a minimal fused
+# direct kernel (fused_direct_dev.csv: 1 x 4K 5.7 µs against 3.0 for the select kernel over scores): faster chains
+# everywhere.  Measured (tune_dev_V.csv, same process): the fused direct path gains (full stage with flags, 4K: 1
+# row 6.4 -> 5.0 µs, 32 rows 7.0 -> 5.5, 128 rows 10.7 -> 6.7, 640 rows 29.5 -> 23.5), but the chains lose badly
+# (select 16K 1 row 5.0 -> 9.7, 64K 9.7 -> 25.5, 640 x 256K 79.7 -> 104.5; fused 16K 16.6 -> 25.8): the strided
+# gathers of stage C cost far more than the replicated top-k did.  Both off by default (the recorded kernels);
+# ``strided_direct`` is the piece that wins, on the fused arm only, which the default dispatch does not take.
+HIER_STRIDED_DIRECT: bool = False  # the fused direct path's block scores (SDIR)
+# Tenth session, dev: the unfused stage A's super-group keys carry the group's first column (one max reduction per
+# super group instead of a max and an argmin; same ranking, :func:`_first_col_keys`).  Off: measured in
+# tune_dev_W.csv (notes/select_kernel.md), not adopted without a re-record.
+HIER_A_FIRST_COL: bool = False
+HIER_STRIDED_KEYS: bool = False  # stage C's level-1 keys and the fused stage D's block scores (SKEYS)
 HIER_DIRECT1D: bool = False
 # A third short chain, decided on the device like the others: rows of at most KP super groups of (G1 / 2) * G2
 # columns (k = 64: 2048 columns, 16K context) take level-1 groups of G1 / 2, so stage C's top-k sees KP * G2
@@ -932,7 +956,9 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
               kernel_flags: bool | None = None, fast_a: bool | None = None, nt: int | None = None,
               two_phase: bool | None = None, num_warps2: int | None = None, flags_wide: bool | None = None,
               direct1d: bool | None = None, short_chain3: bool | None = None,
-              strided_keys: bool | None = None, flags_zeroed: bool = False) -> dict:
+              strided_keys: bool | None = None, strided_direct: bool | None = None,
+              a_first_col: bool | None = None, phase_only: int | None = None,
+              flags_zeroed: bool = False) -> dict:
     """v2 ("hier") launch configuration, from shapes and device facts only.
 
     G1 = G2 = group size (8 for k <= 64: the three bitonic stages then see 512 keys each);
@@ -951,7 +977,12 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     the row as one contiguous 1-D tile.  ``short_chain3`` (default :data:`HIER_SHORT_CHAIN3`, unfused, k <= 64,
     level-1 groups of at least 4): rows of at most KP super groups of ``(G1 / 2) * G2`` columns run C-D with
     level-1 groups of ``G1 / 2`` (``G1S``, ``G2S``, ``KC3``).  ``strided_keys`` (default
-    :data:`HIER_STRIDED_KEYS`): group maxima ranked by a top-k come from :func:`_group_keys` (``SKEYS``).
+    :data:`HIER_STRIDED_KEYS`): stage C's level-1 keys and the fused stage D's block scores come from
+    :func:`_group_keys` (``SKEYS``); ``strided_direct`` (default :data:`HIER_STRIDED_DIRECT`): so do the fused direct
+    path's block scores (``SDIR``).  ``a_first_col`` (default :data:`HIER_A_FIRST_COL`): the unfused stage A keys
+    super groups by their first column (``AFIRST``).  ``phase_only`` (dev timing, with ``two_phase``): launch only
+    stage A (``1``, the only value; the output is then not written: a second phase alone would read an unwritten
+    workspace).
     ``flags_zeroed``: an earlier launch zeroed the flags; the kernel only sets them.
     """
     KP = max(2, _np2(k))
@@ -1022,6 +1053,8 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     KC3 = max(1, min(KP, _np2(max(1, 4096 // (G1S * G2S * bsp)))))
     if two_phase is None:
         two_phase = _two_phase_default(rows, sm, fused)
+    if phase_only is not None and (phase_only != 1 or not two_phase):
+        raise ValueError(f"phase_only must be None or 1 with two_phase=True, got {phase_only!r}")
     return dict(algo="hier", P=P, KP=KP, G1=G1, G2=G2, NSG=NSG, NT=NT, SB=SB, KC=KC, DT=DT,
                 MIN_SG=MIN_SG, num_warps=nw, rsel=rsel, short_chain=bool(short_chain), SC2=SC2, KC2=KC2,
                 kernel_flags=bool(kernel_flags), fast_a=bool(fast_a), two_phase=bool(two_phase),
@@ -1029,6 +1062,9 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
                 flags_wide=bool(HIER_FLAGS_WIDE if flags_wide is None else flags_wide),
                 direct1d=bool(HIER_DIRECT1D if direct1d is None else direct1d), SC3=SC3, G1S=G1S, G2S=G2S,
                 KC3=KC3, skeys=bool(HIER_STRIDED_KEYS if strided_keys is None else strided_keys),
+                sdir=bool(HIER_STRIDED_DIRECT if strided_direct is None else strided_direct),
+                afirst=bool(HIER_A_FIRST_COL if a_first_col is None else a_first_col),
+                phase_only=None if phase_only is None else int(phase_only),
                 flags_zeroed=bool(flags_zeroed))
 
 
@@ -1137,13 +1173,16 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
                       LEN_MODE=len_mode, HAS_START=start_t is not None, FUSED=fused, BS=bs, BSP=_np2(bs),
                       RSEL=cfg["rsel"], SHORTC=cfg["short_chain"], SC2=cfg["SC2"], KC2=cfg["KC2"],
                       FASTA=cfg["fast_a"], DIRECT1D=cfg["direct1d"], SC3=cfg["SC3"], G1S=cfg["G1S"],
-                      G2S=cfg["G2S"], KC3=cfg["KC3"], SKEYS=cfg["skeys"],
+                      G2S=cfg["G2S"], KC3=cfg["KC3"], SKEYS=cfg["skeys"], SDIR=cfg["sdir"],
+                      AFIRST=cfg["afirst"],
                       # flags zeroing (tl_zero_flags MODE): 2 none (an earlier launch zeroed them), 1 8-byte words
                       # (16-byte aligned tensor), 0 bytes
                       FZW=2 if cfg["flags_zeroed"] else int(cfg["flags_wide"] and kflags and flags.data_ptr() % 16 == 0))
         if two:  # stage A alone (no counter, no flags), then one program per row for everything else
             _hier_kernel[(rows, P)](src, stride, lens, starts, out, ws, dummy, dummy, n, width, k, P,
                                     MULTI=False, FLAGS=False, PHASE=1, num_warps=cfg["num_warps"], **common)
+            if cfg["phase_only"] == 1:  # dev timing of stage A alone: nothing else is written
+                return out
             _hier_kernel[(rows, 1)](src, stride, lens, starts, out, ws, dummy, flags if kflags else dummy,
                                     n, width, k, 1, MULTI=False, FLAGS=kflags, PHASE=2, num_warps=cfg["num_warps2"],
                                     **common)

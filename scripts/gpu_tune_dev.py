@@ -1,6 +1,6 @@
 """Dev measurement (H200): choose the dispatch of ``impl="triton"`` from measured variants.
 
-    DSA_LAB_COMMIT=... python3 scripts/gpu_tune_dev.py --section A..V [--check-only] [--out DIR] [--max-s S]
+    DSA_LAB_COMMIT=... python3 scripts/gpu_tune_dev.py --section A..W [--check-only] [--out DIR] [--max-s S]
 
 Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``full_stage_inputs``):
 
@@ -59,6 +59,10 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
   D's block scores) from strided loads with an elementwise max (``strided_keys``, the default) against the old
   reduced tiles (replicated layouts), select stage at 16K-256K (k = 64, and k = 512 at 160 x 256K) and the full
   stage (unfused and fused, with flags) at 4K-256K.
+* ``W`` tenth session, select stage at 256K (1-640 rows): stage A alone (``two_phase`` with ``phase_only=1``,
+  timing only: arms named ``t_*`` write no ids and are not checked) beside the two launches and the one launch, and
+  the unfused stage A keying super groups by their first column (``a_first_col``: one max, no argmin); full stage
+  at 160 / 640 x 256K with it.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -354,16 +358,27 @@ def points(section):
         for ctx, conc, nn in ((262144, 128, 5), (262144, 64, 5), (262144, 32, 5)):
             pts.append(("select", ctx, conc, nn, 64, "normal", svar))
     elif section == "V":  # tenth session: group maxima by strided loads (unreplicated top-k layouts) vs the old tiles
-        old = {"strided_keys": False}
-        svar = {"default": None, "old": old}
+        # arm names as in tune_dev_V.csv, written at e4b6dc1 where the strided keys were the default ("default")
+        # and the reduced tiles the option ("old"); both explicit here, the reduced tiles being the default since
+        new, old = {"strided_keys": True, "strided_direct": True}, {"strided_keys": False, "strided_direct": False}
+        svar = {"default": new, "old": old}
         for ctx, conc, nn in ((16384, 1, 1), (16384, 32, 1), (16384, 128, 5), (65536, 1, 1), (65536, 128, 5),
                               (262144, 1, 1), (262144, 32, 1), (262144, 32, 5), (262144, 128, 5)):
             pts.append(("select", ctx, conc, nn, 64, "normal", svar))
         pts.append(("select", 262144, 32, 5, 512, "normal", svar))
-        fvar = {"fold_unfused": None, "fold_unfused_old": old, "fold_fused": None, "fold_fused_old": old}
+        fvar = {"fold_unfused": new, "fold_unfused_old": old, "fold_fused": new, "fold_fused_old": old}
         for ctx, conc, nn in ((4096, 1, 1), (4096, 32, 1), (4096, 128, 1), (4096, 128, 5), (16384, 1, 1),
                               (16384, 32, 1), (16384, 128, 5), (65536, 32, 1), (262144, 1, 1), (262144, 32, 1),
                               (262144, 128, 5)):
+            pts.append(("full", ctx, conc, nn, 64, "normal", fvar))
+    elif section == "W":  # tenth session: where the 640 x 256K select's time goes; stage A keyed by first column
+        tp = {"two_phase": True}
+        svar = {"default": None, "afirst": {"a_first_col": True}, "tp": tp, "tp_afirst": {**tp, "a_first_col": True},
+                "t_stage_a": {**tp, "phase_only": 1}, "t_stage_a_afirst": {**tp, "phase_only": 1, "a_first_col": True}}
+        for ctx, conc, nn in ((262144, 128, 5), (262144, 64, 5), (262144, 32, 5), (262144, 32, 1), (262144, 1, 1)):
+            pts.append(("select", ctx, conc, nn, 64, "normal", svar))
+        fvar = {"fold_unfused": None, "fold_unfused_afirst": {"a_first_col": True}}
+        for ctx, conc, nn in ((262144, 128, 5), (262144, 32, 5)):
             pts.append(("full", ctx, conc, nn, 64, "normal", fvar))
     else:
         raise SystemExit(f"unknown section {section}")
@@ -451,6 +466,10 @@ def main():
                 got = fn()
                 if dev == "cuda":
                     torch.cuda.synchronize()
+                if name.startswith("t_"):  # timing only (a part of the kernel: writes no ids)
+                    checks[name] = "timing only"
+                    fns[name] = fn
+                    continue
                 nbad, msg = compare(out, ref)
                 if isinstance(got, tuple) and not nbad:  # flags: every byte against the contract of the reference ids
                     from dsa_lab.flags import candidate_flags_torch

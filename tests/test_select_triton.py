@@ -45,10 +45,14 @@ PATHS = [
     ("rsel_1prog", {"direct": 8, "group": 4, "rsel": True, "short_chain": False}),
     ("rsel_multi", {"direct": 8, "group": 2, "programs": 5, "rsel": True, "short_chain": False}),
     ("rsel_short_chain", {"direct": 8, "group": 4, "programs": 5, "rsel": True}),
-    # tenth session: the old group maxima (a tile reduced along its group axis) kept as an A/B option
-    ("old_tiles_chain", {"direct": 8, "group": 4, "programs": 5, "short_chain": False, "strided_keys": False}),
-    ("old_tiles_short_chain3", {"direct": 8, "group": 4, "programs": 5, "short_chain3": True,
-                                "strided_keys": False}),
+    # tenth session: group maxima from strided loads (_group_keys) in stage C, an A/B option (off by default)
+    ("strided_keys_chain", {"direct": 8, "group": 4, "programs": 5, "short_chain": False, "strided_keys": True}),
+    ("strided_keys_short_chain3", {"direct": 8, "group": 4, "programs": 5, "short_chain3": True,
+                                   "strided_keys": True}),
+    # tenth session: the unfused stage A keys super groups by their first column (one max, no argmin), dev option
+    ("a_first_col_chain_a", {"direct": 8, "group": 2, "programs": 5, "short_chain": False, "a_first_col": True}),
+    ("a_first_col_1prog", {"direct": 8, "group": 4, "short_chain": False, "a_first_col": True, "fast_a": True,
+                           "nt": 1}),
     ("fold_1prog", {"algo": "fold", "tile": 64}),
     ("fold_multi", {"algo": "fold", "tile": 32, "programs": 6}),
     ("fold_fallback", {"algo": "fold", "tile": 32, "programs": 6, "cap": 8}),
@@ -143,6 +147,27 @@ def test_grid_depends_only_on_shapes():
     assert st.plan(132, 32768, 64, facts, fused=True, block_size=8)["num_warps"] == 8
     assert st.plan(133, 32768, 64, facts, fused=True, block_size=8)["num_warps"] == 4
     assert st.plan(640, 32768, 64, facts)["num_warps"] == 8
+    # tenth session's dev options, off by default (the recorded kernels)
+    d = st.plan(640, 32768, 64, facts)
+    assert (d["skeys"], d["sdir"], d["afirst"], d["phase_only"]) == (False, False, False, None)
+
+
+@pytest.mark.parametrize("bad", [{"phase_only": 1}, {"phase_only": 2, "two_phase": True}])
+def test_phase_only_needs_two_phase_stage_a(bad):
+    """phase_only (dev timing of stage A alone) exists only as 1 with two_phase: a second launch alone would read a
+    workspace nobody wrote, so it is refused, naming the argument."""
+    with pytest.raises(ValueError, match="phase_only"):
+        st.plan(640, 32768, 64, {"sm_count": 132, "warp_size": 32, "name": "x"}, **bad)
+
+
+def test_phase_only_writes_no_ids(fresh_seed):
+    """Stage A alone (two_phase + phase_only=1) leaves the output as it was: a timing aid, never a result."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    x = torch.randn(3, 300, generator=gen)
+    out = poisoned(3, 8, "cpu")
+    st.topk_select_triton(x, 8, None, 1, out, config={"direct": 8, "group": 2, "programs": 2, "short_chain": False,
+                                                      "two_phase": True, "phase_only": 1})
+    assert (out == POISON).all()
 
 
 def test_row_repeat_and_public_api(fresh_seed):
@@ -224,9 +249,12 @@ BLOCK_PATHS = [
     # the third short chain: level-1 groups of 2 (group 4; C in registers) and of 4 (group 8; fused: C in chunks)
     ("short_chain3", {"direct": 4, "group": 4, "programs": 3, "short_chain3": True}),
     ("short_chain3_g8", {"direct": 4, "group": 8, "programs": 3, "short_chain3": True, "flags_wide": True}),
-    # tenth session: the old group maxima / fused block scores (reduced tiles), kept as an A/B option
-    ("old_tiles_direct", {"strided_keys": False}),
-    ("old_tiles_chains", {"direct": 4, "group": 4, "programs": 3, "strided_keys": False}),
+    # tenth session: block scores / group maxima from strided loads (_group_keys), A/B options (off by default):
+    # the fused direct path, and stage C (fused short chain: from the logits) with the fused stage D
+    ("strided_direct", {"strided_direct": True}),
+    ("a_first_col_chain_a", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "a_first_col": True}),
+    ("strided_keys_chains", {"direct": 4, "group": 4, "programs": 3, "strided_keys": True}),
+    ("strided_keys_chain_a", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "strided_keys": True}),
     ("multi_flags_wide", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "flags_wide": True,
                           "scores_programs": 2}),
     # unfused: the scores launch zeroes the flags (its programs one slice of each row each), the kernel sets them
@@ -358,10 +386,11 @@ def test_candidate_blocks_block_sizes(bs, fresh_seed):
     x = torch.randn(rows, width, generator=gen)
     ends = torch.tensor([640, 0])  # a zero-length row: all -1
     ref = topk_select_reference(block_scores_torch(x, ends, None, bs, 1), k)
-    for fused in (True, False):
+    strided = {"strided_keys": True, "strided_direct": True, "direct": 16, "group": 2}  # _group_keys' logit loop
+    for fused, cfg in ((True, None), (False, None), (True, strided), (False, strided)):
         out = poisoned(rows, k, "cpu")
-        st.select_candidate_blocks_triton(x, ends, k, None, bs, 1, out, fused=fused)
-        assert_same_sets(out, ref, f"bs={bs} fused={fused}")
+        st.select_candidate_blocks_triton(x, ends, k, None, bs, 1, out, fused=fused, config=cfg)
+        assert_same_sets(out, ref, f"bs={bs} fused={fused} config={cfg}")
         assert (out[1] == -1).all()
 
 
