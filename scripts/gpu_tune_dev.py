@@ -1,6 +1,6 @@
 """Dev measurement (H200): choose the dispatch of ``impl="triton"`` from measured variants.
 
-    DSA_LAB_COMMIT=... python3 scripts/gpu_tune_dev.py --section A..W [--check-only] [--out DIR] [--max-s S]
+    DSA_LAB_COMMIT=... python3 scripts/gpu_tune_dev.py --section A..X [--check-only] [--out DIR] [--max-s S]
 
 Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``full_stage_inputs``):
 
@@ -63,6 +63,8 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
   timing only: arms named ``t_*`` write no ids and are not checked) beside the two launches and the one launch, and
   the unfused stage A keying super groups by their first column (``a_first_col``: one max, no argmin); full stage
   at 160 / 640 x 256K with it.
+* ``X`` after W: ``a_first_col`` at 32-640 x 256K (and with two launches, four programs per row), k = 512 at 160 /
+  640 x 256K, equal values at 640 x 256K, 640 x 64K (no stage A there: a control), the full stage at 32 x 256K.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -380,6 +382,16 @@ def points(section):
         fvar = {"fold_unfused": None, "fold_unfused_afirst": {"a_first_col": True}}
         for ctx, conc, nn in ((262144, 128, 5), (262144, 32, 5)):
             pts.append(("full", ctx, conc, nn, 64, "normal", fvar))
+    elif section == "X":  # after W: stage A keyed by first column across row counts and k (adoption rule)
+        af = {"a_first_col": True}
+        svar = {"default": None, "afirst": af, "tp4_afirst": {**af, "two_phase": True, "programs": 4}}
+        for ctx, conc, nn in ((262144, 32, 1), (262144, 64, 1), (262144, 128, 1), (262144, 128, 2),
+                              (262144, 128, 5), (65536, 128, 5)):
+            pts.append(("select", ctx, conc, nn, 64, "normal", svar))
+        for conc, nn in ((32, 5), (128, 5)):
+            pts.append(("select", 262144, conc, nn, 512, "normal", {"default": None, "afirst": af}))
+        pts.append(("select", 262144, 128, 5, 64, "equal", {"default": None, "afirst": af}))
+        pts.append(("full", 262144, 32, 1, 64, "normal", {"fold_unfused": None, "fold_unfused_afirst": af}))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts
