@@ -337,6 +337,41 @@ if tuneU[0]:
                                                stage="select", dist="normal")))
 
 # %% [markdown]
+# ### Tenth session: replicated layouts, and where the 640 x 256K select spends its time
+#
+# A top-k whose keys come out of a reduction over a tile axis spread across lanes (`tl.max(tile, axis=1)`) gets a
+# layout Triton leaves replicated over those lanes: the sm_90 TTGIR (triton 3.6) showed stage C's 512 level-1 keys
+# and the fused direct path's and stage D's block scores 8x replicated. `scripts/gpu_fused_direct_dev.py` first timed
+# a minimal fused direct kernel (4096 logits → 512 block scores → top-64): 5.7 µs at 1 x 4K, where the select kernel
+# over 512 precomputed scores takes 3.0. Section V then built those keys from strided loads with an elementwise max
+# (`strided_keys`, `strided_direct`: no reduction, an unreplicated layout). The fused direct path gained (full stage
+# 4K, 1 / 32 / 128 rows: 6.4 / 7.0 / 10.7 → 5.0 / 5.5 / 6.7 µs); the chains lost badly (select 16K 1 row 5.0 → 9.7
+# µs, 640 x 256K 79.7 → 104.5): their strided gathers cost more than the replicated top-k. Both stay off.
+#
+# Section W split the 640 x 256K select (two launches, stage A timed alone): **stage A 44.3 µs** (its bytes floor
+# 18.6), the B-D chain about 37 (the ladder's 640-program chain 23.2). Keying each super group by its first column
+# instead of its best column ranks the groups identically (they are disjoint, aligned ranges) and needs one max per
+# group instead of a max and an argmin (`a_first_col`): stage A 44.3 → 33.1, the select 79.6 → 70.2 µs (equal values
+# 80.0 → 70.4; section X), 67.0 with two launches and four programs per row; but 32 / 64 rows lose (14.4 → 18.7,
+# 16.7 → 18.3 µs). Measured, not adopted: the sweep recorded at ee0a345 stands for the default kernels
+# (`scripts/ptx_identity.py`: their stripped sm_90 PTX is unchanged).
+
+# %%
+for name, arms, stage in (("fused_direct_dev", None, None),
+                          ("tune_dev/tune_dev_V", ["torch", "old", "default"], "select"),
+                          ("tune_dev/tune_dev_V", ["fold_unfused_old", "fold_fused_old", "fold_fused"], "full"),
+                          ("tune_dev/tune_dev_W", ["torch", "default", "afirst", "tp", "t_stage_a", "t_stage_a_afirst"],
+                           "select"),
+                          ("tune_dev/tune_dev_X", ["torch", "default", "afirst", "tp4_afirst"], "select")):
+    recs = viz.load_records(name if name.startswith("tune_dev") else "tune_dev/" + name)
+    print(viz.record_label(recs[1], recs[2]) if recs[0] else "NO RECORD")
+    if recs[0] and arms is None:
+        print(proofs.format_table(viz.variant_rows(recs[0], ["unfused_flags", "select", "fused_p1_flags", "min8",
+                                                             "min8_flags", "load8"], stage=None, dist=None)))
+    elif recs[0]:
+        print(proofs.format_table(viz.variant_rows(recs[0], arms, stage=stage, dist="normal")))
+
+# %% [markdown]
 # The recorded sweep, final kernels: the fused arm's time over the default (unfused) arm's, per context.
 
 # %%

@@ -278,6 +278,14 @@ def test_variant_rows():
     t = viz.variant_rows(rows, ["hier", "r30", "r32"], k=2048, dist="normal")
     assert len(t) == 1 and t[0]["fastest"] == "r32"
     assert viz.variant_rows(rows, ["r30"], stage="full") == []
+    # timing-only arms (parts of a kernel, W's t_*) are not failures; a run without a dist column counts as normal
+    part = [{"k": 64, "context": 4096, "rows": 32, "arm": a, "median_us": v, "check": c}
+            for a, v, c in (("default", 5.0, "ok"), ("t_stage_a", 2.0, "timing only"))]
+    t = viz.variant_rows(part, ["default", "t_stage_a"], dist="normal")
+    assert len(t) == 1 and t[0]["checks"] == "ok + timing only" and t[0]["fastest"] == "default"
+    assert t[0]["t_stage_a"] == "2.0"  # shown, but a part of a kernel is never the fastest
+    part.append({"k": 64, "context": 4096, "rows": 32, "arm": "bad", "median_us": 1.0, "check": "mismatch 1/32"})
+    assert viz.variant_rows(part, ["default"])[0]["checks"] == "FAILED"
 
 
 def test_stagea_rows():
