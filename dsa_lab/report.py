@@ -234,23 +234,29 @@ def select_targets(idx, k=64) -> list[list]:
         m = statistics.median(sp) if sp else None
         out.append(_target_row(f"select: {label} ≥ {thr:g}x", fx(m), None if m is None else m >= thr,
                                f"{len(sp)} points"))
-    # every point faster than torch and torch_live (select, every recorded k and dist)
-    worst, n, slow = None, 0, 0
-    for base in ("torch", "torch_live"):
-        for r, s in speedups(idx, base, "triton", stage="select"):
-            n += 1
-            if s <= 1.0:
-                slow += 1
-            if worst is None or s < worst[0]:
-                worst = (s, base, r)
-    if worst:
-        r = worst[2]
-        det = (f"{n} comparisons (every k, dist); slowest: {fx(worst[0])} vs {worst[1]} at ctx {ctx_label(r['context'])}, "
-               f"{r['rows']} rows, k {r['k']}, {r['dist']}")
-        out.append(_target_row("select: every point faster than torch and torch_live",
-                               f"{n - slow}/{n} faster", slow == 0, det))
-    else:
-        out.append(_target_row("select: every point faster than torch and torch_live", "—", None))
+    # every point faster than torch and torch_live: the target's own scope (k = 64, every distribution), then every
+    # recorded k as information beyond it (the issue lists this target under "select stage, k = 64"; k = 2048 has a
+    # target of its own)
+    for scope in (k, None):
+        worst, n, slow = None, 0, 0
+        for base in ("torch", "torch_live"):
+            for r, s in speedups(idx, base, "triton", stage="select", **({} if scope is None else {"k": scope})):
+                n += 1
+                if s <= 1.0:
+                    slow += 1
+                if worst is None or s < worst[0]:
+                    worst = (s, base, r)
+        label = ("select: every point faster than torch and torch_live" if scope is not None else
+                 f"select: every point faster than torch and torch_live, every k (beyond the target's k = {k})")
+        if worst:
+            r = worst[2]
+            det = (f"{n} comparisons ({'k = ' + str(scope) if scope is not None else 'every k'}, every dist); slowest: "
+                   f"{fx(worst[0])} vs {worst[1]} at ctx {ctx_label(r['context'])}, {r['rows']} rows, k {r['k']}, "
+                   f"{r['dist']}")
+            out.append(_target_row(label, f"{n - slow}/{n} faster", (slow == 0) if scope is not None else None,
+                                   det + ("" if scope is not None or not slow else f"; {slow} not faster")))
+        else:
+            out.append(_target_row(label, "—", None))
     out.append(one_row_target(idx, "select", 5.0, k))
     out.append(big_point_target(idx, "select", k, limit_us=40.0))
     sp = [s for _, s in speedups(idx, "torch", "triton", stage="select", k=2048)]

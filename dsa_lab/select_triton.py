@@ -918,9 +918,17 @@ HIER_FLAGS_WIDE: bool = True
 # ``strided_direct`` is the piece that wins, on the fused arm only, which the default dispatch does not take.
 HIER_STRIDED_DIRECT: bool = False  # the fused direct path's block scores (SDIR)
 # Tenth session, dev: the unfused stage A's super-group keys carry the group's first column (one max reduction per
-# super group instead of a max and an argmin; same ranking, :func:`_first_col_keys`).  Off: measured in
-# tune_dev_W.csv (notes/select_kernel.md), not adopted without a re-record.
-HIER_A_FIRST_COL: bool = False
+# super group instead of a max and an argmin; same ranking, :func:`_first_col_keys`).  Measured (tune_dev_W / X.csv,
+# 256K select): stage A alone 44.3 -> 33.1 µs at 640 rows, the select 79.6 -> 70.2, 128-320 rows 12-17% faster, but
+# 32 / 64 rows (P = 8 / 4 programs per row) 14.4 -> 18.7 / 16.7 -> 18.3.  ``None`` takes it where those gains were
+# measured, one or two programs per row (:func:`_a_first_col_rule`); ``False`` (now: the recorded kernels) never;
+# ``True`` always.  Not adopted without a whole re-record (notes/select_kernel.md, tenth session).
+HIER_A_FIRST_COL: bool | None = False
+
+
+def _a_first_col_rule(P: int, fused: bool) -> bool:
+    """The measured rule for ``a_first_col``: unfused stage A with at most two programs per row."""
+    return not fused and P <= 2
 HIER_STRIDED_KEYS: bool = False  # stage C's level-1 keys and the fused stage D's block scores (SKEYS)
 HIER_DIRECT1D: bool = False
 # A third short chain, decided on the device like the others: rows of at most KP super groups of (G1 / 2) * G2
@@ -979,8 +987,9 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     level-1 groups of ``G1 / 2`` (``G1S``, ``G2S``, ``KC3``).  ``strided_keys`` (default
     :data:`HIER_STRIDED_KEYS`): stage C's level-1 keys and the fused stage D's block scores come from
     :func:`_group_keys` (``SKEYS``); ``strided_direct`` (default :data:`HIER_STRIDED_DIRECT`): so do the fused direct
-    path's block scores (``SDIR``).  ``a_first_col`` (default :data:`HIER_A_FIRST_COL`): the unfused stage A keys
-    super groups by their first column (``AFIRST``).  ``phase_only`` (dev timing, with ``two_phase``): launch only
+    path's block scores (``SDIR``).  ``a_first_col`` (default :data:`HIER_A_FIRST_COL`; ``None`` there: the
+    measured rule, :func:`_a_first_col_rule`): the unfused stage A keys super groups by their first column
+    (``AFIRST``).  ``phase_only`` (dev timing, with ``two_phase``): launch only
     stage A (``1``, the only value; the output is then not written: a second phase alone would read an unwritten
     workspace).
     ``flags_zeroed``: an earlier launch zeroed the flags; the kernel only sets them.
@@ -1063,7 +1072,8 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
                 direct1d=bool(HIER_DIRECT1D if direct1d is None else direct1d), SC3=SC3, G1S=G1S, G2S=G2S,
                 KC3=KC3, skeys=bool(HIER_STRIDED_KEYS if strided_keys is None else strided_keys),
                 sdir=bool(HIER_STRIDED_DIRECT if strided_direct is None else strided_direct),
-                afirst=bool(HIER_A_FIRST_COL if a_first_col is None else a_first_col),
+                afirst=bool(a_first_col if a_first_col is not None else (
+                    _a_first_col_rule(P, fused) if HIER_A_FIRST_COL is None else HIER_A_FIRST_COL)),
                 phase_only=None if phase_only is None else int(phase_only),
                 flags_zeroed=bool(flags_zeroed))
 

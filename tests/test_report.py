@@ -77,11 +77,25 @@ def test_report_tables_and_verdicts(record):
     assert "**met**" in lines["full: median speedup over torch at 4K ≥ 15x"]  # 24x
     assert "**met**" in lines["full: 640 rows × 262144 context within 1.5x of its bytes/bandwidth floor (live logits read once)"]  # 1.2x
     assert "**not met**" in lines["select: every point faster than torch and torch_live"]  # 256K vs torch_live: 1x
+    beyond = "select: every point faster than torch and torch_live, every k (beyond the target's k = 64)"
+    assert "| —" in lines[beyond] and "every k, every dist" in lines[beyond]  # information, no verdict
     assert "| 4K | 1 | 1 | 1 | 50.00 | 25.00 | 4.17 |" in md  # representative point
     assert "Fused vs unfused" in md and "1.50x" in md
     assert "Decode indexer step breakdown" in md and "0.27%" in md  # 40 µs of 14.6 ms
     assert "75%" in md and "**met**" in md.split("Producer")[-1]
     assert "transcribed from the seed pull request text" in md
+
+
+def test_every_point_target_is_scoped_to_k64(record):
+    """The issue lists "every point faster" under "select stage, k = 64": a slow k = 2048 point shows in the
+    every-k row (information, no verdict) and leaves the k = 64 verdict to the k = 64 points."""
+    idx = report.index([r for r in data.load_rows(record / "select_sweep.csv")
+                        if not (r["stage"] == "select" and int(r["context"]) == 262144)])  # drop the 1x points
+    idx[("triton", "select", 4096, 1, 1, 2048, "normal")]["median_us"] = 99.0  # slower than torch (60) there
+    rows = {r[0]: r for r in report.select_targets(idx)}
+    assert rows["select: every point faster than torch and torch_live"][2] == "**met**"
+    beyond = rows["select: every point faster than torch and torch_live, every k (beyond the target's k = 64)"]
+    assert beyond[2] == "—" and "k 2048" in beyond[3] and "2 not faster" in beyond[3]
 
 
 def test_layers_scale_the_share(record):

@@ -152,6 +152,21 @@ def test_grid_depends_only_on_shapes():
     assert (d["skeys"], d["sdir"], d["afirst"], d["phase_only"]) == (False, False, False, None)
 
 
+def test_a_first_col_rule(monkeypatch):
+    """HIER_A_FIRST_COL = None takes the measured rule: unfused stage A with one or two programs per row (the rows
+    counts where tune_dev_W / X measured the gain), not at 32 / 64 rows (P = 8 / 4: measured slower), never fused;
+    an explicit a_first_col wins over the rule."""
+    facts = {"sm_count": 132, "warp_size": 32, "name": "x"}
+    monkeypatch.setattr(st, "HIER_A_FIRST_COL", None)
+    assert st.plan(640, 32768, 64, facts)["afirst"] is True  # P = 1
+    assert st.plan(128, 32768, 64, facts)["afirst"] is True  # P = 2
+    assert st.plan(64, 32768, 64, facts)["afirst"] is False  # P = 4
+    assert st.plan(32, 32768, 64, facts)["afirst"] is False  # P = 8
+    assert st.plan(640, 32768, 64, facts, fused=True, block_size=8)["afirst"] is False
+    assert st.plan(32, 32768, 64, facts, a_first_col=True)["afirst"] is True
+    assert st.plan(640, 32768, 64, facts, a_first_col=False)["afirst"] is False
+
+
 @pytest.mark.parametrize("bad", [{"phase_only": 1}, {"phase_only": 2, "two_phase": True}])
 def test_phase_only_needs_two_phase_stage_a(bad):
     """phase_only (dev timing of stage A alone) exists only as 1 with two_phase: a second launch alone would read a
