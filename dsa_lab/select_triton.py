@@ -906,6 +906,7 @@ HIER_FAST_A: bool | None = None
 # with flags, same process): words: fused 1 x 4K 6.9 -> 6.4 µs, 128 x 4K 12.0 -> 10.6, 1 x 256K 17.0 -> 16.7, 640
 # rows unchanged (the flags kernel writes them there); the 1-D direct load: no change (6.9 / 7.3 / 28.9 µs).
 HIER_FLAGS_WIDE: bool = True
+HIER_DIRECT1D: bool = False
 # Tenth session: the keys a top-k ranks, where they are group maxima, from strided loads with an elementwise max
 # (:func:`_group_keys`) instead of a tile reduced along a lane-spread axis, whose result Triton leaves replicated
 # over those lanes (sm_90 TTGIR, triton 3.6: 8x for stage C of the main chain and for the fused direct path and stage
@@ -917,6 +918,7 @@ HIER_FLAGS_WIDE: bool = True
 # gathers of stage C cost far more than the replicated top-k did.  Both off by default (the recorded kernels);
 # ``strided_direct`` is the piece that wins, on the fused arm only, which the default dispatch does not take.
 HIER_STRIDED_DIRECT: bool = False  # the fused direct path's block scores (SDIR)
+HIER_STRIDED_KEYS: bool = False  # stage C's level-1 keys and the fused stage D's block scores (SKEYS)
 # Tenth session, dev: the unfused stage A's super-group keys carry the group's first column (one max reduction per
 # super group instead of a max and an argmin; same ranking, :func:`_first_col_keys`).  Measured (tune_dev_W / X.csv,
 # 256K select): stage A alone 44.3 -> 33.1 µs at 640 rows, the select 79.6 -> 70.2, 128-320 rows 12-17% faster, but
@@ -924,13 +926,6 @@ HIER_STRIDED_DIRECT: bool = False  # the fused direct path's block scores (SDIR)
 # measured, one or two programs per row (:func:`_a_first_col_rule`); ``False`` (now: the recorded kernels) never;
 # ``True`` always.  Not adopted without a whole re-record (notes/select_kernel.md, tenth session).
 HIER_A_FIRST_COL: bool | None = False
-
-
-def _a_first_col_rule(P: int, fused: bool) -> bool:
-    """The measured rule for ``a_first_col``: unfused stage A with at most two programs per row."""
-    return not fused and P <= 2
-HIER_STRIDED_KEYS: bool = False  # stage C's level-1 keys and the fused stage D's block scores (SKEYS)
-HIER_DIRECT1D: bool = False
 # A third short chain, decided on the device like the others: rows of at most KP super groups of (G1 / 2) * G2
 # columns (k = 64: 2048 columns, 16K context) take level-1 groups of G1 / 2, so stage C's top-k sees KP * G2
 # level-1 maxima and stage D's only KP * G1 / 2 columns (256 instead of 512 at k = 64).  Measured first as the whole
@@ -943,6 +938,12 @@ HIER_SHORT_CHAIN3: bool = True
 # one program per row only sets its bytes instead of zeroing n + 1 bytes before its chain.  Measured with the scores
 # grid above (tune_dev_R.csv): 1 x 4K 6.8 -> 5.9 µs, 32 x 4K 7.2 -> 6.4, 640 x 4K 44.7 -> 19.2.
 UNFUSED_FLAGS_IN_SCORES: bool = True
+
+
+def _a_first_col_rule(P: int, fused: bool) -> bool:
+    """The measured rule for ``a_first_col`` (:data:`HIER_A_FIRST_COL` ``= None``): unfused stage A with at most
+    two programs per row, where tune_dev_W / X measured the gain (128-640 rows x 256K)."""
+    return not fused and P <= 2
 
 
 def _two_phase_default(rows: int, sm: int, fused: bool) -> bool:
@@ -989,10 +990,9 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     :func:`_group_keys` (``SKEYS``); ``strided_direct`` (default :data:`HIER_STRIDED_DIRECT`): so do the fused direct
     path's block scores (``SDIR``).  ``a_first_col`` (default :data:`HIER_A_FIRST_COL`; ``None`` there: the
     measured rule, :func:`_a_first_col_rule`): the unfused stage A keys super groups by their first column
-    (``AFIRST``).  ``phase_only`` (dev timing, with ``two_phase``): launch only
-    stage A (``1``, the only value; the output is then not written: a second phase alone would read an unwritten
-    workspace).
-    ``flags_zeroed``: an earlier launch zeroed the flags; the kernel only sets them.
+    (``AFIRST``).  ``phase_only`` (dev timing, with ``two_phase``): ``1``, the only value, launches stage A alone and
+    writes no output (a second phase alone would read a workspace nobody wrote).  ``flags_zeroed``: an earlier
+    launch zeroed the flags; the kernel only sets them.
     """
     KP = max(2, _np2(k))
     bsp = _np2(block_size) if fused else 1
