@@ -550,7 +550,7 @@ def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, s
         l1 = tl.load(ws_ptr + l1all_base + sg[:, None] * G2 + j2[None, :], mask=sg[:, None] >= 0,
                      other=_PAD, cache_modifier=".cg")
         l1 = tl.reshape(l1, [KP * G2])
-    elif SKEYS:  # each level-1 group's best key from strided loads: no reduction, so no replicated layout
+    elif SKEYS == 1:  # each level-1 group's best key from strided loads: no reduction, so no replicated layout
         gid = sg[:, None] * G2 + tl.arange(0, G2)[None, :]
         l1 = tl.reshape(_group_keys(src_ptr, row_off, gid, sg[:, None] >= 0, L, start, end, width, G1, FUSED, BS),
                         [KP * G2])
@@ -559,6 +559,11 @@ def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, s
         valid = (sg[:, None] >= 0) & (cols < L)
         kk = _keys2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
         l1 = tl.max(tl.reshape(kk, [KP * G2, G1]), axis=1)
+        if SKEYS == 2:  # through the row's workspace: the top-k gets a plain 1-D layout, not the reduction's
+            jl = tl.arange(0, KP * G2)  # (replicated over the G1 axis's lanes)
+            tl.store(ws_ptr + l1_base + jl, l1)
+            tl.debug_barrier()
+            l1 = tl.load(ws_ptr + l1_base + jl, cache_modifier=".cg")
     else:  # wide tiles (large KP): KC super groups at a time, through the row's scratch
         tl.store(ws_ptr + ids_base + jk, sg)
         tl.debug_barrier()
@@ -598,7 +603,7 @@ def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, s
         # D: the chosen level-1 groups' columns
         cols = g1[:, None] * G1 + jg[None, :]
         valid = (g1[:, None] >= 0) & (cols < L)
-        if FUSED and SKEYS:  # a block's logits as BS strided loads (a reduction over them replicates the layout)
+        if FUSED and SKEYS == 1:  # a block's logits as BS strided loads (a reduction over them replicates the layout)
             kk = _group_keys(src_ptr, row_off, cols, valid, L, start, end, width, 1, FUSED, BS)
         else:
             kk = _keys2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
@@ -918,7 +923,11 @@ HIER_DIRECT1D: bool = False
 # gathers of stage C cost far more than the replicated top-k did.  Both off by default (the recorded kernels);
 # ``strided_direct`` is the piece that wins, on the fused arm only, which the default dispatch does not take.
 HIER_STRIDED_DIRECT: bool = False  # the fused direct path's block scores (SDIR)
-HIER_STRIDED_KEYS: bool = False  # stage C's level-1 keys and the fused stage D's block scores (SKEYS)
+HIER_STRIDED_KEYS: bool = False  # stage C's level-1 keys and the fused stage D's block scores (SKEYS = 1)
+# After V: stage C's level-1 keys kept as the reduced tile, then stored to the row's workspace and reloaded as a 1-D
+# tile (``c_workspace``, SKEYS = 2): the top-k gets an unreplicated layout for one store, a barrier and a load, where
+# the strided gathers cost far more.  Measured in tune_dev_Y.csv (notes/select_kernel.md, tenth session).
+HIER_C_WORKSPACE: bool = False
 # Tenth session, dev: the unfused stage A's super-group keys carry the group's first column (one max reduction per
 # super group instead of a max and an argmin; same ranking, :func:`_first_col_keys`).  Measured (tune_dev_W / X.csv,
 # 256K select): stage A alone 44.3 -> 33.1 µs at 640 rows, the select 79.6 -> 70.2, 128-320 rows 12-17% faster, but
@@ -966,7 +975,7 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
               two_phase: bool | None = None, num_warps2: int | None = None, flags_wide: bool | None = None,
               direct1d: bool | None = None, short_chain3: bool | None = None,
               strided_keys: bool | None = None, strided_direct: bool | None = None,
-              a_first_col: bool | None = None, phase_only: int | None = None,
+              a_first_col: bool | None = None, phase_only: int | None = None, c_workspace: bool | None = None,
               flags_zeroed: bool = False) -> dict:
     """v2 ("hier") launch configuration, from shapes and device facts only.
 
@@ -988,7 +997,8 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     level-1 groups of ``G1 / 2`` (``G1S``, ``G2S``, ``KC3``).  ``strided_keys`` (default
     :data:`HIER_STRIDED_KEYS`): stage C's level-1 keys and the fused stage D's block scores come from
     :func:`_group_keys` (``SKEYS``); ``strided_direct`` (default :data:`HIER_STRIDED_DIRECT`): so do the fused direct
-    path's block scores (``SDIR``).  ``a_first_col`` (default :data:`HIER_A_FIRST_COL`; ``None`` there: the
+    path's block scores (``SDIR``).  ``c_workspace`` (default :data:`HIER_C_WORKSPACE`; not with
+    ``strided_keys``): stage C's in-register level-1 keys pass through the row's workspace (``SKEYS = 2``).  ``a_first_col`` (default :data:`HIER_A_FIRST_COL`; ``None`` there: the
     measured rule, :func:`_a_first_col_rule`): the unfused stage A keys super groups by their first column
     (``AFIRST``).  ``phase_only`` (dev timing, with ``two_phase``): ``1``, the only value, launches stage A alone and
     writes no output (a second phase alone would read a workspace nobody wrote).  ``flags_zeroed``: an earlier
@@ -1062,6 +1072,11 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     KC3 = max(1, min(KP, _np2(max(1, 4096 // (G1S * G2S * bsp)))))
     if two_phase is None:
         two_phase = _two_phase_default(rows, sm, fused)
+    strided = bool(HIER_STRIDED_KEYS if strided_keys is None else strided_keys)
+    cws = bool(HIER_C_WORKSPACE if c_workspace is None else c_workspace)
+    if strided and cws:
+        raise ValueError("strided_keys and c_workspace are two forms of stage C's keys: take one")
+    skeys = 1 if strided else (2 if cws else 0)  # the kernel's SKEYS
     if phase_only is not None and (phase_only != 1 or not two_phase):
         raise ValueError(f"phase_only must be None or 1 with two_phase=True, got {phase_only!r}")
     return dict(algo="hier", P=P, KP=KP, G1=G1, G2=G2, NSG=NSG, NT=NT, SB=SB, KC=KC, DT=DT,
@@ -1070,7 +1085,7 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
                 num_warps2=int(num_warps2 or nw),
                 flags_wide=bool(HIER_FLAGS_WIDE if flags_wide is None else flags_wide),
                 direct1d=bool(HIER_DIRECT1D if direct1d is None else direct1d), SC3=SC3, G1S=G1S, G2S=G2S,
-                KC3=KC3, skeys=bool(HIER_STRIDED_KEYS if strided_keys is None else strided_keys),
+                KC3=KC3, skeys=skeys,
                 sdir=bool(HIER_STRIDED_DIRECT if strided_direct is None else strided_direct),
                 afirst=bool(a_first_col if a_first_col is not None else (
                     _a_first_col_rule(P, fused) if HIER_A_FIRST_COL is None else HIER_A_FIRST_COL)),

@@ -1,6 +1,6 @@
 """Dev measurement (H200): choose the dispatch of ``impl="triton"`` from measured variants.
 
-    DSA_LAB_COMMIT=... python3 scripts/gpu_tune_dev.py --section A..X [--check-only] [--out DIR] [--max-s S]
+    DSA_LAB_COMMIT=... python3 scripts/gpu_tune_dev.py --section A..Y [--check-only] [--out DIR] [--max-s S]
 
 Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``full_stage_inputs``):
 
@@ -65,6 +65,8 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
   at 160 / 640 x 256K with it.
 * ``X`` after W: ``a_first_col`` at 32-640 x 256K (and with two launches, four programs per row), k = 512 at 160 /
   640 x 256K, equal values at 640 x 256K, 640 x 64K (no stage A there: a control), the full stage at 32 x 256K.
+* ``Y`` after X: stage C's level-1 keys (the reduced tile) stored to the row's workspace and reloaded 1-D before
+  the top-k (``c_workspace``), alone and with ``a_first_col``, select stage at 16K-256K and the full stage.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -392,6 +394,15 @@ def points(section):
             pts.append(("select", 262144, conc, nn, 512, "normal", {"default": None, "afirst": af}))
         pts.append(("select", 262144, 128, 5, 64, "equal", {"default": None, "afirst": af}))
         pts.append(("full", 262144, 32, 1, 64, "normal", {"fold_unfused": None, "fold_unfused_afirst": af}))
+    elif section == "Y":  # after X: stage C's level-1 keys through the workspace (unreplicated top-k layout)
+        cws = {"c_workspace": True}
+        svar = {"default": None, "cws": cws, "cws_afirst": {**cws, "a_first_col": True}}
+        for ctx, conc, nn in ((16384, 1, 1), (16384, 32, 1), (16384, 128, 5), (65536, 1, 1), (262144, 1, 1),
+                              (262144, 32, 1), (262144, 32, 5), (262144, 128, 5)):
+            pts.append(("select", ctx, conc, nn, 64, "normal", svar))
+        fvar = {"fold_unfused": None, "fold_unfused_cws": cws}
+        for ctx, conc, nn in ((16384, 1, 1), (16384, 32, 1), (262144, 1, 1), (262144, 128, 5)):
+            pts.append(("full", ctx, conc, nn, 64, "normal", fvar))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts

@@ -49,6 +49,10 @@ PATHS = [
     ("strided_keys_chain", {"direct": 8, "group": 4, "programs": 5, "short_chain": False, "strided_keys": True}),
     ("strided_keys_short_chain3", {"direct": 8, "group": 4, "programs": 5, "short_chain3": True,
                                    "strided_keys": True}),
+    # ... and kept as the reduced tile but passed through the row's workspace (c_workspace, off by default)
+    ("c_workspace_chain", {"direct": 8, "group": 4, "programs": 5, "short_chain": False, "c_workspace": True}),
+    ("c_workspace_short_chain3", {"direct": 8, "group": 4, "programs": 5, "short_chain3": True,
+                                  "c_workspace": True}),
     # tenth session: the unfused stage A keys super groups by their first column (one max, no argmin), dev option
     ("a_first_col_chain_a", {"direct": 8, "group": 2, "programs": 5, "short_chain": False, "a_first_col": True}),
     ("a_first_col_1prog", {"direct": 8, "group": 4, "short_chain": False, "a_first_col": True, "fast_a": True,
@@ -149,7 +153,11 @@ def test_grid_depends_only_on_shapes():
     assert st.plan(640, 32768, 64, facts)["num_warps"] == 8
     # tenth session's dev options, off by default (the recorded kernels)
     d = st.plan(640, 32768, 64, facts)
-    assert (d["skeys"], d["sdir"], d["afirst"], d["phase_only"]) == (False, False, False, None)
+    assert (d["skeys"], d["sdir"], d["afirst"], d["phase_only"]) == (0, False, False, None)
+    assert st.plan(640, 32768, 64, facts, strided_keys=True)["skeys"] == 1
+    assert st.plan(640, 32768, 64, facts, c_workspace=True)["skeys"] == 2
+    with pytest.raises(ValueError, match="strided_keys and c_workspace"):
+        st.plan(640, 32768, 64, facts, strided_keys=True, c_workspace=True)
 
 
 def test_a_first_col_rule(monkeypatch):
@@ -269,6 +277,7 @@ BLOCK_PATHS = [
     ("strided_direct", {"strided_direct": True}),
     ("a_first_col_chain_a", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "a_first_col": True}),
     ("strided_keys_chains", {"direct": 4, "group": 4, "programs": 3, "strided_keys": True}),
+    ("c_workspace_chains", {"direct": 4, "group": 4, "programs": 3, "c_workspace": True}),
     ("strided_keys_chain_a", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "strided_keys": True}),
     ("multi_flags_wide", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "flags_wide": True,
                           "scores_programs": 2}),
