@@ -1,6 +1,6 @@
 """Dev measurement (H200): choose the dispatch of ``impl="triton"`` from measured variants.
 
-    DSA_LAB_COMMIT=... python3 scripts/gpu_tune_dev.py --section A..Y [--check-only] [--out DIR] [--max-s S]
+    DSA_LAB_COMMIT=... python3 scripts/gpu_tune_dev.py --section A..Z [--check-only] [--out DIR] [--max-s S]
 
 Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``full_stage_inputs``):
 
@@ -67,6 +67,8 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
   640 x 256K, equal values at 640 x 256K, 640 x 64K (no stage A there: a control), the full stage at 32 x 256K.
 * ``Y`` after X: stage C's level-1 keys (the reduced tile) stored to the row's workspace and reloaded 1-D before
   the top-k (``c_workspace``), alone and with ``a_first_col``, select stage at 16K-256K and the full stage.
+* ``Z`` after Y: ``c_workspace`` with ``a_first_col``, full stage at 160 / 640 x 256K; select at 64 / 128 rows x
+  256K (the ``a_first_col`` rule's edge, P = 4 / 2).
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -403,6 +405,14 @@ def points(section):
         fvar = {"fold_unfused": None, "fold_unfused_cws": cws}
         for ctx, conc, nn in ((16384, 1, 1), (16384, 32, 1), (262144, 1, 1), (262144, 128, 5)):
             pts.append(("full", ctx, conc, nn, 64, "normal", fvar))
+    elif section == "Z":  # after Y: c_workspace with a_first_col, full stage at 160 / 640 x 256K, the rule's edge
+        cws = {"c_workspace": True}
+        both = {**cws, "a_first_col": True}
+        for ctx, conc, nn in ((262144, 128, 5), (262144, 32, 5)):
+            pts.append(("full", ctx, conc, nn, 64, "normal", {"fold_unfused": None, "fold_unfused_cws": cws,
+                                                               "fold_unfused_cws_afirst": both}))
+        for ctx, conc, nn in ((262144, 64, 1), (262144, 128, 1)):
+            pts.append(("select", ctx, conc, nn, 64, "normal", {"default": None, "cws": cws, "cws_afirst": both}))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts
