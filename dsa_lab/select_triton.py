@@ -926,7 +926,11 @@ HIER_STRIDED_DIRECT: bool = False  # the fused direct path's block scores (SDIR)
 HIER_STRIDED_KEYS: bool = False  # stage C's level-1 keys and the fused stage D's block scores (SKEYS = 1)
 # After V: stage C's level-1 keys kept as the reduced tile, then stored to the row's workspace and reloaded as a 1-D
 # tile (``c_workspace``, SKEYS = 2): the top-k gets an unreplicated layout for one store, a barrier and a load, where
-# the strided gathers cost far more.  Measured in tune_dev_Y.csv (notes/select_kernel.md, tenth session).
+# the strided gathers cost far more.  Measured (tune_dev_Y / Z.csv, same process): the main chain (256K, 8x
+# replicated) gains everywhere -- select 1 row 12.8 -> 10.5 µs, 32 rows 14.3 -> 12.2, 64 rows 16.7 -> 14.4, 160
+# rows 34.2 -> 31.0, 640 rows 79.8 -> 72.4 (63.0 with a_first_col); full 640 x 256K 288.8 -> 265.0 (256.3 with
+# a_first_col), 1 row 16.5 -> 14.8; the third short chain (16K, 4x) within noise (640 rows 14.7 -> 14.2), 64K (its
+# chain already passes through the workspace) unchanged.  Off until the next whole re-record (notes/select_kernel.md).
 HIER_C_WORKSPACE: bool = False
 # Tenth session, dev: the unfused stage A's super-group keys carry the group's first column (one max reduction per
 # super group instead of a max and an argmin; same ranking, :func:`_first_col_keys`).  Measured (tune_dev_W / X.csv,

@@ -353,8 +353,14 @@ if tuneU[0]:
 # instead of its best column ranks the groups identically (they are disjoint, aligned ranges) and needs one max per
 # group instead of a max and an argmin (`a_first_col`): stage A 44.3 → 33.1, the select 79.6 → 70.2 µs (equal values
 # 80.0 → 70.4; section X), 67.0 with two launches and four programs per row; but 32 / 64 rows lose (14.4 → 18.7,
-# 16.7 → 18.3 µs). Measured, not adopted: the sweep recorded at ee0a345 stands for the default kernels
-# (`scripts/ptx_identity.py`: their stripped sm_90 PTX is unchanged).
+# 16.7 → 18.3 µs).
+#
+# Sections Y and Z went back to the replication with a cheaper cure: keep stage C's reduced tile and pass its 512
+# keys through the row's workspace (one store, a barrier, a load) so the top-k reads a plain 1-D layout
+# (`c_workspace`). The 256K chain (8x replicated) gains at every row count: 1 row 12.8 → 10.5 µs, 640 rows 79.8 →
+# 72.4, with `a_first_col` 63.0; the full stage 640 x 256K 288.8 → 256.3 µs. The 16K chain (4x) does not move.
+# Measured, not adopted: the sweep recorded at ee0a345 stands for the default kernels (`scripts/ptx_identity.py`:
+# their stripped sm_90 PTX is unchanged); both options wait for the next whole re-record.
 
 # %%
 for name, arms, stage in (("fused_direct_dev", None, None),
@@ -362,7 +368,11 @@ for name, arms, stage in (("fused_direct_dev", None, None),
                           ("tune_dev/tune_dev_V", ["fold_unfused_old", "fold_fused_old", "fold_fused"], "full"),
                           ("tune_dev/tune_dev_W", ["torch", "default", "afirst", "tp", "t_stage_a", "t_stage_a_afirst"],
                            "select"),
-                          ("tune_dev/tune_dev_X", ["torch", "default", "afirst", "tp4_afirst"], "select")):
+                          ("tune_dev/tune_dev_X", ["torch", "default", "afirst", "tp4_afirst"], "select"),
+                          ("tune_dev/tune_dev_Y", ["torch", "default", "cws", "cws_afirst"], "select"),
+                          ("tune_dev/tune_dev_Y", ["torch", "fold_unfused", "fold_unfused_cws"], "full"),
+                          ("tune_dev/tune_dev_Z", ["torch", "fold_unfused", "fold_unfused_cws",
+                                                   "fold_unfused_cws_afirst"], "full")):
     recs = viz.load_records(name if name.startswith("tune_dev") else "tune_dev/" + name)
     print(viz.record_label(recs[1], recs[2]) if recs[0] else "NO RECORD")
     if recs[0] and arms is None:
