@@ -255,9 +255,10 @@ def _summarize_fuzz(rec: dict, rel: str, path) -> str:
 
 def _by_point(rows: list[dict], **want) -> list[tuple[tuple, dict]]:
     """Dev-run rows (one per arm and point) grouped per point ``(k, dist, context, rows)``: ``{arm: median_us}``
-    plus ``"_checks"`` (the non-empty ``check`` values) and ``"_partial"`` (arms timed as ``timing only``), filtered by ``want`` (field = value, None = any) and
-    sorted by k (large first), normal before the other distributions, context, rows.  A run without a ``dist``
-    column (``fused_direct_dev.csv``: normal values only) counts as ``normal``."""
+    plus ``"_checks"`` (the non-empty ``check`` values) and ``"_partial"`` (arms timed as ``timing only``),
+    filtered by ``want`` (field = value, None = any) and sorted by k (large first), normal before the other
+    distributions, context, rows.  A run without a ``dist`` column (``fused_direct_dev.csv``: normal values only)
+    counts as ``normal``."""
     pts: dict = {}
     for r in rows:
         if any(v is not None and r.get(f, "normal" if f == "dist" else None) != v for f, v in want.items()):
@@ -293,8 +294,9 @@ def variant_rows(rows: list[dict], arms, *, k=None, dist=None, stage=None) -> li
     """Rows of a dev run that timed several variants per point (``scripts/gpu_tune_dev.py`` →
     ``data/<gpu>/tune_dev/tune_dev_<section>.csv``) as one table row per point: the median µs of each of
     ``arms`` (``—`` where not timed, e.g. a variant whose check failed), the fastest of them (arms timed as
-    ``timing only`` -- parts of a kernel -- are shown but never the fastest), and whether every
-    timed variant passed its check (``ok + timing only`` where some timed arms were parts of a kernel, unchecked); filtered by ``k`` / ``dist`` / ``stage``, sorted by k, dist, context, rows."""
+    ``timing only`` -- parts of a kernel -- are shown but never the fastest), and whether every timed variant
+    passed its check (``ok + timing only`` where some timed arms were parts of a kernel, unchecked); filtered by
+    ``k`` / ``dist`` / ``stage``, sorted by k, dist, context, rows."""
     out = []
     for (kk, dd, ctx, nrows), d in _by_point(rows, k=k, dist=dist, stage=stage):
         row = {"k": kk, "dist": dd, "context": ctx, "rows": nrows}
