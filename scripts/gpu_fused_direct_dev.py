@@ -35,49 +35,42 @@ import triton.language as tl  # noqa: E402
 from dsa_lab import bench, data  # noqa: E402
 from dsa_lab.flags import candidate_flags_torch  # noqa: E402
 from dsa_lab.flags_triton import tl_zero_flags  # noqa: E402
-from dsa_lab.keys_triton import tl_is_candidate, tl_key_index, tl_ordered_hi  # noqa: E402
+from dsa_lab.keys_triton import tl_is_candidate, tl_key_index  # noqa: E402
 from dsa_lab.scores_triton import block_scores_triton  # noqa: E402
 from dsa_lab.select import select_candidate_blocks  # noqa: E402
-from dsa_lab.select_triton import select_candidate_blocks_triton, _launch  # noqa: E402
+from dsa_lab.select_triton import (_direct_keys_1d, _flags_set, _launch, _row_extent, _write_out,  # noqa: E402
+                                   select_candidate_blocks_triton)
 from dsa_lab.sweep import BLOCK_SIZE, MML, Point, full_stage_inputs  # noqa: E402
 from dsa_lab.verify import compare  # noqa: E402
 
 POISON = 0x7EADBEEF
-PAD = tl.constexpr(-(2**63))
 _FZT = tl.constexpr(4096)  # bytes of flags zeroed per loop iteration
 _WORDS = tl.constexpr(1)  # tl_zero_flags MODE 1: 8-byte words (the flags tensor is 16-byte aligned)
+_LEN_ENDS = tl.constexpr(2)  # _row_extent: the extent from row ends
 
 
 @triton.jit(do_not_specialize=["width", "n", "k"])
 def _min_direct_kernel(x_ptr, x_stride, end_ptr, out_ptr, flags_ptr, width, n, k,
                        DT: tl.constexpr, BS: tl.constexpr, KP: tl.constexpr, FLAGS: tl.constexpr,
                        TOPK: tl.constexpr):
-    """One program per row whose live extent is at most DT blocks (start 0, row_repeat 1)."""
+    """One program per row whose live extent is at most DT blocks (start 0, row_repeat 1), built from the select
+    kernel's own helpers and nothing else: the bounds, the direct path's one contiguous load with block maxima in the
+    ordered-integer domain, one ``tl.topk``, the ids (and flags).  (``fused_direct_dev.csv`` was written by ede7de7's
+    copy of this kernel, which spelled those helpers out inline: the same operations.)"""
     row = tl.program_id(0)
-    end = tl.maximum(tl.load(end_ptr + row).to(tl.int64), 0)
-    lend = tl.minimum(end, width)
+    L, start, end = _row_extent(row, end_ptr, end_ptr, n, width, _LEN_ENDS, False, 1, BS)
     if FLAGS:
         tl_zero_flags(flags_ptr, row, 0, n + 1, n, _FZT, _WORDS)
-    i = tl.arange(0, DT * BS)
-    x = tl.load(x_ptr + row.to(tl.int64) * x_stride + i, mask=i < lend.to(tl.int32), other=float("-inf"))
-    h = tl.max(tl.reshape(tl_ordered_hi(x), [DT, BS]), axis=1)
-    cols = tl.arange(0, DT)
-    newest = tl.where(end > 0, (end - 1) // BS, -1)
-    h = tl.where(cols.to(tl.int64) == newest, 0x7F800000, h)
-    L = tl.minimum(tl.maximum((lend + BS - 1) // BS, newest + 1), n)
-    key = tl.where(cols < L, (h.to(tl.int64) << 32) | (0xFFFFFFFF - cols.to(tl.int64)), PAD)
-    j = tl.arange(0, KP)
+    key = _direct_keys_1d(x_ptr, row.to(tl.int64) * x_stride, L, start, end, width, DT, BS)
     if TOPK:
         top = tl.topk(key, KP)
-        ids = tl.where(tl_is_candidate(top), tl_key_index(top), -1).to(tl.int32)
-        tl.store(out_ptr + row.to(tl.int64) * k + j, ids, mask=j < k)
+        _write_out(out_ptr, row, top, k, KP)
         if FLAGS:
             tl.debug_barrier()
-            b = tl_key_index(top)
-            slot = tl.where(b * BS >= width, n, b)
-            tl.store(flags_ptr + row.to(tl.int64) * (n + 1) + slot, tl.full([KP], 1, tl.uint8),
-                     mask=(j < k) & tl_is_candidate(top))
-    else:
+            _flags_set(flags_ptr, row, tl_key_index(top), (tl.arange(0, KP) < k) & tl_is_candidate(top), start,
+                       width, n, BS)
+    else:  # the load and block maxima alone: one value per row, so the compiler keeps them
+        j = tl.arange(0, KP)
         tl.store(out_ptr + row.to(tl.int64) * k + j, tl.max(key).to(tl.int32), mask=j < 1)
 
 
