@@ -930,15 +930,15 @@ HIER_STRIDED_KEYS: bool = False  # stage C's level-1 keys and the fused stage D'
 # replicated) gains everywhere -- select 1 row 12.8 -> 10.5 µs, 32 rows 14.3 -> 12.2, 64 rows 16.7 -> 14.4, 160
 # rows 34.2 -> 31.0, 640 rows 79.8 -> 72.4 (63.0 with a_first_col); full 640 x 256K 288.8 -> 265.0 (256.3 with
 # a_first_col), 1 row 16.5 -> 14.8; the third short chain (16K, 4x) within noise (640 rows 14.7 -> 14.2), 64K (its
-# chain already passes through the workspace) unchanged.  Off until the next whole re-record (notes/select_kernel.md).
-HIER_C_WORKSPACE: bool = False
+# chain already passes through the workspace) unchanged.  Adopted in the eleventh session with the whole re-record.
+HIER_C_WORKSPACE: bool = True
 # Tenth session, dev: the unfused stage A's super-group keys carry the group's first column (one max reduction per
 # super group instead of a max and an argmin; same ranking, :func:`_first_col_keys`).  Measured (tune_dev_W / X.csv,
 # 256K select): stage A alone 44.3 -> 33.1 µs at 640 rows, the select 79.6 -> 70.2, 128-320 rows 12-17% faster, but
 # 32 / 64 rows (P = 8 / 4 programs per row) 14.4 -> 18.7 / 16.7 -> 18.3.  ``None`` takes it where those gains were
 # measured, one or two programs per row (:func:`_a_first_col_rule`); ``False`` (now: the recorded kernels) never;
-# ``True`` always.  Not adopted without a whole re-record (notes/select_kernel.md, tenth session).
-HIER_A_FIRST_COL: bool | None = False
+# ``True`` always.  ``None`` adopted in the eleventh session with the whole re-record (notes/select_kernel.md).
+HIER_A_FIRST_COL: bool | None = None
 # A third short chain, decided on the device like the others: rows of at most KP super groups of (G1 / 2) * G2
 # columns (k = 64: 2048 columns, 16K context) take level-1 groups of G1 / 2, so stage C's top-k sees KP * G2
 # level-1 maxima and stage D's only KP * G1 / 2 columns (256 instead of 512 at k = 64).  Measured first as the whole
@@ -1077,7 +1077,8 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     if two_phase is None:
         two_phase = _two_phase_default(rows, sm, fused)
     strided = bool(HIER_STRIDED_KEYS if strided_keys is None else strided_keys)
-    cws = bool(HIER_C_WORKSPACE if c_workspace is None else c_workspace)
+    # the default yields to an explicit strided_keys (the two are forms of the same keys); both explicit: an error
+    cws = bool((HIER_C_WORKSPACE and not strided) if c_workspace is None else c_workspace)
     if strided and cws:
         raise ValueError("strided_keys and c_workspace are two forms of stage C's keys: take one")
     skeys = 1 if strided else (2 if cws else 0)  # the kernel's SKEYS

@@ -49,12 +49,15 @@ PATHS = [
     ("strided_keys_chain", {"direct": 8, "group": 4, "programs": 5, "short_chain": False, "strided_keys": True}),
     ("strided_keys_short_chain3", {"direct": 8, "group": 4, "programs": 5, "short_chain3": True,
                                    "strided_keys": True}),
-    # ... and kept as the reduced tile but passed through the row's workspace (c_workspace, off by default)
-    ("c_workspace_chain", {"direct": 8, "group": 4, "programs": 5, "short_chain": False, "c_workspace": True}),
-    ("c_workspace_short_chain3", {"direct": 8, "group": 4, "programs": 5, "short_chain3": True,
-                                  "c_workspace": True}),
-    # tenth session: the unfused stage A keys super groups by their first column (one max, no argmin), dev option
+    # ... and kept as the reduced tile, passed through the row's workspace (c_workspace: the default since the
+    # eleventh session, so every path above takes it); the previous form, straight into the top-k, stays reachable
+    ("c_workspace_off_chain", {"direct": 8, "group": 4, "programs": 5, "short_chain": False, "c_workspace": False}),
+    ("c_workspace_off_short_chain3", {"direct": 8, "group": 4, "programs": 5, "short_chain3": True,
+                                      "c_workspace": False}),
+    # tenth session: the unfused stage A keys super groups by their first column (one max, no argmin); by default
+    # with one or two programs per row (the rule), so forced here at five, and the argmin form forced at one
     ("a_first_col_chain_a", {"direct": 8, "group": 2, "programs": 5, "short_chain": False, "a_first_col": True}),
+    ("a_first_col_off_1prog", {"direct": 8, "group": 4, "short_chain": False, "a_first_col": False}),
     ("a_first_col_1prog", {"direct": 8, "group": 4, "short_chain": False, "a_first_col": True, "fast_a": True,
                            "nt": 1}),
     ("fold_1prog", {"algo": "fold", "tile": 64}),
@@ -151,9 +154,10 @@ def test_grid_depends_only_on_shapes():
     assert st.plan(132, 32768, 64, facts, fused=True, block_size=8)["num_warps"] == 8
     assert st.plan(133, 32768, 64, facts, fused=True, block_size=8)["num_warps"] == 4
     assert st.plan(640, 32768, 64, facts)["num_warps"] == 8
-    # tenth session's dev options, off by default (the recorded kernels)
+    # tenth session's options: c_workspace and the a_first_col rule on (eleventh session), the strided forms off
     d = st.plan(640, 32768, 64, facts)
-    assert (d["skeys"], d["sdir"], d["afirst"], d["phase_only"]) == (0, False, False, None)
+    assert (d["skeys"], d["sdir"], d["afirst"], d["phase_only"]) == (2, False, True, None)
+    assert st.plan(32, 32768, 64, facts)["afirst"] is False
     assert st.plan(640, 32768, 64, facts, strided_keys=True)["skeys"] == 1
     assert st.plan(640, 32768, 64, facts, c_workspace=True)["skeys"] == 2
     with pytest.raises(ValueError, match="strided_keys and c_workspace"):
@@ -272,12 +276,13 @@ BLOCK_PATHS = [
     # the third short chain: level-1 groups of 2 (group 4; C in registers) and of 4 (group 8; fused: C in chunks)
     ("short_chain3", {"direct": 4, "group": 4, "programs": 3, "short_chain3": True}),
     ("short_chain3_g8", {"direct": 4, "group": 8, "programs": 3, "short_chain3": True, "flags_wide": True}),
-    # tenth session: block scores / group maxima from strided loads (_group_keys), A/B options (off by default):
+    # tenth session: block scores / group maxima from strided loads (_group_keys), A/B options (off by default),
+    # and the previous stage-C keys (c_workspace=False; the workspace form is the default since the eleventh):
     # the fused direct path, and stage C (fused short chain: from the logits) with the fused stage D
     ("strided_direct", {"strided_direct": True}),
     ("a_first_col_chain_a", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "a_first_col": True}),
     ("strided_keys_chains", {"direct": 4, "group": 4, "programs": 3, "strided_keys": True}),
-    ("c_workspace_chains", {"direct": 4, "group": 4, "programs": 3, "c_workspace": True}),
+    ("c_workspace_off_chains", {"direct": 4, "group": 4, "programs": 3, "c_workspace": False}),
     ("strided_keys_chain_a", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "strided_keys": True}),
     ("multi_flags_wide", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "flags_wide": True,
                           "scores_programs": 2}),
