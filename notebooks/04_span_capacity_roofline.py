@@ -359,8 +359,9 @@ if tuneU[0]:
 # keys through the row's workspace (one store, a barrier, a load) so the top-k reads a plain 1-D layout
 # (`c_workspace`). The 256K chain (8x replicated) gains at every row count: 1 row 12.8 → 10.5 µs, 640 rows 79.8 →
 # 72.4, with `a_first_col` 63.0; the full stage 640 x 256K 288.8 → 256.3 µs. The 16K chain (4x) does not move.
-# Measured, not adopted: the sweep recorded at ee0a345 stands for the default kernels (`scripts/ptx_identity.py`:
-# their stripped sm_90 PTX is unchanged); both options wait for the next whole re-record.
+# Both were adopted in the eleventh session (`c_workspace` everywhere, `a_first_col` at one or two programs per row,
+# where it won) and the whole record re-run at d26f268: the sweep above is of these kernels. The recorded 640 x 256K
+# select is 63.0 µs (79.6 at ee0a345), 1 x 256K 10.5 (12.8); the full stage 640 x 256K 258 µs, 1.68x its floor.
 
 # %%
 for name, arms, stage in (("fused_direct_dev", None, None),
