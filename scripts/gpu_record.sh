@@ -6,7 +6,8 @@
 #         so sharing the GPU is fine; CORRECT_S bounds it), proofs (2^32 key order), matrix (named matrix in
 #         MATRIX_SHARDS parallel shards, every arm, plus the graph-capture tests),
 #         graph (pytest -m gpu graph-capture tests),
-#         gputests (every gpu-marked test), sweep (select/full, resumable), stepprod (step + producer suites),
+#         gputests (every gpu-marked test), gputests3 (those outside tests/test_matrix.py in three processes),
+#         sweep (select/full, resumable), stepprod (step + producer suites),
 #         fuzz (random cases, both arms), live (the notebooks' live callbacks on CUDA),
 #         radixdev (scripts/gpu_radix_dev.py: the experimental radix selects beside the default kernel),
 #         ladder (scripts/gpu_latency_ladder.py: the 1-row chain's steps timed alone, beside the 1-row select).
@@ -72,6 +73,19 @@ for ph in "$@"; do
       tail -n 30 "$LOGS"/matrix_shard*.log; tail -n 3 "$LOGS/graph_tests.log" ;;
     graph) python3 -m pytest -q -m gpu -k "graph or capture" -p no:cacheprovider tests/test_select_triton.py tests/test_producer.py ;;
     gputests) python3 -m pytest -q -m gpu -p no:cacheprovider ${GPU_TESTS:-tests} ;;
+    gputests3)
+      # every gpu-marked test outside tests/test_matrix.py (the matrix record covers its cases) in three processes,
+      # each compiling its own kernels; waits on their pids (a `pgrep -f` loop once matched its own command line)
+      box_s=$(box 0); pids=()
+      timeout "$box_s" python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_select_triton.py \
+        > "$LOGS/gputests_1.log" 2>&1 & pids+=($!)
+      timeout "$box_s" python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_producer.py \
+        tests/test_scores_flags_triton.py tests/test_select_radix.py > "$LOGS/gputests_2.log" 2>&1 & pids+=($!)
+      timeout "$box_s" python3 -m pytest -q -m gpu -p no:cacheprovider tests \
+        --ignore tests/test_select_triton.py --ignore tests/test_producer.py --ignore tests/test_scores_flags_triton.py \
+        --ignore tests/test_select_radix.py --ignore tests/test_matrix.py > "$LOGS/gputests_3.log" 2>&1 & pids+=($!)
+      wait "${pids[@]}"
+      tail -n 2 "$LOGS"/gputests_*.log ;;
     sweep) cli sweep --suite select,full --max-seconds "$(box "${RESERVE_SWEEP_S:-250}")" --no-progress ;;
     stepprod) cli sweep --suite step,producer --max-seconds "$(box "${RESERVE_STEP_S:-170}")" --no-progress ;;
     fuzz) cli verify --scale gpu --no-matrix --fuzz "${FUZZ:-100000}" --fuzz-max-seconds "$(box 20)" \
