@@ -936,7 +936,7 @@ HIER_C_WORKSPACE: bool = True
 # super group instead of a max and an argmin; same ranking, :func:`_first_col_keys`).  Measured (tune_dev_W / X.csv,
 # 256K select): stage A alone 44.3 -> 33.1 µs at 640 rows, the select 79.6 -> 70.2, 128-320 rows 12-17% faster, but
 # 32 / 64 rows (P = 8 / 4 programs per row) 14.4 -> 18.7 / 16.7 -> 18.3.  ``None`` takes it where those gains were
-# measured, one or two programs per row (:func:`_a_first_col_rule`); ``False`` (now: the recorded kernels) never;
+# measured, one or two programs per row (:func:`_a_first_col_rule`); ``False`` (the ee0a345 kernels) never;
 # ``True`` always.  ``None`` adopted in the eleventh session with the whole re-record (notes/select_kernel.md).
 HIER_A_FIRST_COL: bool | None = None
 # A third short chain, decided on the device like the others: rows of at most KP super groups of (G1 / 2) * G2
