@@ -493,12 +493,17 @@ def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, s
                  WROW: tl.constexpr, NSG: tl.constexpr, KP: tl.constexpr, G1: tl.constexpr, G2: tl.constexpr,
                  SB: tl.constexpr, KC: tl.constexpr,
                  FUSED: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, RSEL: tl.constexpr,
-                 FLAGS: tl.constexpr, NOA: tl.constexpr, SKEYS: tl.constexpr):
+                 FLAGS: tl.constexpr, NOA: tl.constexpr, SKEYS: tl.constexpr, L1P: tl.constexpr):
     """Stages B-D for one row whose super-group maxima are in the workspace (``FLAGS``: and the row's flags,
     already zeroed by the row's programs).
 
     ``NOA`` (no stage A): the row has at most KP super groups (``nsg <= KP``), so every one of them is chosen and
     B needs no maxima; C forms the level-1 maxima from the columns themselves (fused: from the logits).
+
+    ``L1P`` (dev option; 0 = off): rows without stage A whose C ranks at least ``L1P`` level-1 keys (k = 64: the
+    second short chain's 1024) rank them in adjacent pairs first -- the pairs' maxima, then the two level-1 keys of
+    each chosen pair -- so C's one top-k over ``KP * G2`` keys becomes one over ``KP * G2 / 2`` and one over
+    ``2 * KP`` (a level-1 group among the top KP lies in a pair among the top KP, as at every level).
 
     ``RSEL``: every top-k is the register radix select (:func:`_reg_select`) instead of ``tl.topk``; the
     chosen groups are compacted in column order through the row's workspace (B: super group ids at
@@ -598,6 +603,20 @@ def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, s
         if FLAGS:
             _flags_set(flags_ptr, row, tl.reshape(cols, [KP * G1]), sel, start, width, n, BS)
     else:
+        if L1P > 0 and NOA and G2 >= 2 and KP * G2 >= L1P:  # (G2 >= 2: the pairs' top-k sees at least KP keys)
+            # no stage A: super group i is the row's i-th, so level-1 slot j holds group j (columns j * G1 on)
+            jl1 = tl.arange(0, KP * G2)
+            tl.debug_barrier()  # every read of the l1 slots (the wide path's load) before they are rewritten
+            tl.store(ws_ptr + l1_base + jl1, l1)
+            tl.debug_barrier()
+            jp = tl.arange(0, KP * G2 // 2)  # strided loads: an unreplicated layout for the top-k
+            pm = tl.maximum(tl.load(ws_ptr + l1_base + 2 * jp, cache_modifier=".cg"),
+                            tl.load(ws_ptr + l1_base + 2 * jp + 1, cache_modifier=".cg"))
+            tp = tl.topk(pm, KP)
+            pid = tl.where(tp != _PAD, tl_key_index(tp) // (2 * G1), -1)
+            lid = pid[:, None] * 2 + tl.arange(0, 2)[None, :]
+            l1 = tl.reshape(tl.load(ws_ptr + l1_base + lid, mask=pid[:, None] >= 0, other=_PAD, cache_modifier=".cg"),
+                            [2 * KP])
         t1 = tl.topk(l1, KP)
         g1 = tl.where(t1 != _PAD, tl_key_index(t1) // G1, -1)
         # D: the chosen level-1 groups' columns
@@ -630,7 +649,7 @@ def _hier_kernel(
     BS: tl.constexpr, BSP: tl.constexpr, RSEL: tl.constexpr, FLAGS: tl.constexpr, SHORTC: tl.constexpr,
     SC2: tl.constexpr, KC2: tl.constexpr, FASTA: tl.constexpr, PHASE: tl.constexpr, FZW: tl.constexpr,
     DIRECT1D: tl.constexpr, SC3: tl.constexpr, G1S: tl.constexpr, G2S: tl.constexpr, KC3: tl.constexpr,
-    SKEYS: tl.constexpr, SDIR: tl.constexpr, AFIRST: tl.constexpr,
+    SKEYS: tl.constexpr, SDIR: tl.constexpr, AFIRST: tl.constexpr, L1P: tl.constexpr,
 ):
     """Exact top-k by nested group maxima.
 
@@ -695,7 +714,7 @@ def _hier_kernel(
                 tl.debug_barrier()
             _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, (L + G1S * G2S - 1) // (G1S * G2S),
                          start, end, width, k, WROW, NSG, KP, G1S, G2S, SB, KC3, FUSED, BS, BSP, RSEL, FLAGS, True,
-                         SKEYS)
+                         SKEYS, L1P)
     elif SHORTC and (L + S - 1) // S <= KP:
         # short chain: at most KP super groups, all chosen, so stage A (its stream, the arrival) buys nothing;
         # program 0 runs C-D over the row alone
@@ -704,7 +723,7 @@ def _hier_kernel(
                 _flags_zero(flags_ptr, row, 0, n + 1, n, _FZT, FZW)
                 tl.debug_barrier()
             _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, (L + S - 1) // S, start, end,
-                         width, k, WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, True, SKEYS)
+                         width, k, WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, True, SKEYS, L1P)
     else:
         sc2 = False
         if SC2 > 1:  # constexpr: kernels without the second short chain compile no code for it
@@ -717,13 +736,13 @@ def _hier_kernel(
                     tl.debug_barrier()
                 _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, (L + S * SC2 - 1) // (S * SC2),
                              start, end, width, k, WROW, NSG, KP, G1, G2 * SC2, SB, KC2, FUSED, BS, BSP, RSEL, FLAGS,
-                             True, SKEYS)
+                             True, SKEYS, L1P)
         elif PHASE == 2:  # stage A ran in the first launch: B-D from the workspace, one program per row
             if FLAGS:
                 _flags_zero(flags_ptr, row, 0, n + 1, n, _FZT, FZW)
                 tl.debug_barrier()
             _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, (L + S - 1) // S, start, end,
-                         width, k, WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, False, SKEYS)
+                         width, k, WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, False, SKEYS, L1P)
         else:
             nsg = (L + S - 1) // S
             chunk = tl.maximum((nsg + P - 1) // P, MIN_SG)  # split derived on the device from L
@@ -786,19 +805,19 @@ def _hier_kernel(
                 if PHASE != 1:  # (PHASE 1: the second launch finishes the row)
                     if not MULTI:  # one program per row: no counter, no merge (compiled away)
                         _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, start, end, width, k,
-                                     WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, False, SKEYS)
+                                     WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, False, SKEYS, L1P)
                     else:
                         if n_act == 1:
                             _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, start, end,
                                          width, k, WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, False,
-                                         SKEYS)
+                                         SKEYS, L1P)
                         else:
                             old = tl.atomic_add(cnt_ptr + row, 1, sem="acq_rel")
                             if old == n_act - 1:
                                 tl.debug_barrier()
                                 _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, start,
                                              end, width, k, WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL,
-                                             FLAGS, False, SKEYS)
+                                             FLAGS, False, SKEYS, L1P)
                                 tl.store(cnt_ptr + row, 0)  # reset for the next call / graph replay
 
 
@@ -939,6 +958,11 @@ HIER_C_WORKSPACE: bool = True
 # measured, one or two programs per row (:func:`_a_first_col_rule`); ``False`` (the ee0a345 kernels) never;
 # ``True`` always.  ``None`` adopted in the eleventh session with the whole re-record (notes/select_kernel.md).
 HIER_A_FIRST_COL: bool | None = None
+# Eleventh session, dev: rows without stage A whose stage C ranks at least HIER_L1_PAIRS_MIN level-1 keys (k = 64:
+# the second short chain, 64K context, 1024 keys in one tl.topk, ~2.4x the cost of a 512-key one on the ladder) rank
+# adjacent pairs of them first (``l1_pairs``; :func:`_hier_finish`'s ``L1P``).  Off: not measured yet.
+HIER_L1_PAIRS: bool = False
+HIER_L1_PAIRS_MIN: int = 1024
 # A third short chain, decided on the device like the others: rows of at most KP super groups of (G1 / 2) * G2
 # columns (k = 64: 2048 columns, 16K context) take level-1 groups of G1 / 2, so stage C's top-k sees KP * G2
 # level-1 maxima and stage D's only KP * G1 / 2 columns (256 instead of 512 at k = 64).  Measured first as the whole
@@ -980,6 +1004,7 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
               direct1d: bool | None = None, short_chain3: bool | None = None,
               strided_keys: bool | None = None, strided_direct: bool | None = None,
               a_first_col: bool | None = None, phase_only: int | None = None, c_workspace: bool | None = None,
+              l1_pairs: bool | None = None, l1_pairs_min: int | None = None,
               flags_zeroed: bool = False) -> dict:
     """v2 ("hier") launch configuration, from shapes and device facts only.
 
@@ -1004,7 +1029,9 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     path's block scores (``SDIR``).  ``c_workspace`` (default :data:`HIER_C_WORKSPACE`; not with
     ``strided_keys``): stage C's in-register level-1 keys pass through the row's workspace (``SKEYS = 2``).  ``a_first_col`` (default :data:`HIER_A_FIRST_COL`; ``None`` there: the
     measured rule, :func:`_a_first_col_rule`): the unfused stage A keys super groups by their first column
-    (``AFIRST``).  ``phase_only`` (dev timing, with ``two_phase``): ``1``, the only value, launches stage A alone and
+    (``AFIRST``).  ``l1_pairs`` (default :data:`HIER_L1_PAIRS`, dev): rows without stage A whose stage C ranks at
+    least ``l1_pairs_min`` (default :data:`HIER_L1_PAIRS_MIN`) level-1 keys rank them in pairs first (``L1P``; not
+    with ``rsel``, whose stages are not top-k).  ``phase_only`` (dev timing, with ``two_phase``): ``1``, the only value, launches stage A alone and
     writes no output (a second phase alone would read a workspace nobody wrote).  ``flags_zeroed``: an earlier
     launch zeroed the flags; the kernel only sets them.
     """
@@ -1082,6 +1109,10 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     if strided and cws:
         raise ValueError("strided_keys and c_workspace are two forms of stage C's keys: take one")
     skeys = 1 if strided else (2 if cws else 0)  # the kernel's SKEYS
+    pairs_min = HIER_L1_PAIRS_MIN if l1_pairs_min is None else int(l1_pairs_min)
+    if pairs_min < 2:
+        raise ValueError(f"l1_pairs_min must be at least 2, got {l1_pairs_min!r}")
+    l1p = pairs_min if (HIER_L1_PAIRS if l1_pairs is None else l1_pairs) and not rsel else 0
     if phase_only is not None and (phase_only != 1 or not two_phase):
         raise ValueError(f"phase_only must be None or 1 with two_phase=True, got {phase_only!r}")
     return dict(algo="hier", P=P, KP=KP, G1=G1, G2=G2, NSG=NSG, NT=NT, SB=SB, KC=KC, DT=DT,
@@ -1094,7 +1125,7 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
                 sdir=bool(HIER_STRIDED_DIRECT if strided_direct is None else strided_direct),
                 afirst=bool(a_first_col if a_first_col is not None else (
                     _a_first_col_rule(P, fused) if HIER_A_FIRST_COL is None else HIER_A_FIRST_COL)),
-                phase_only=None if phase_only is None else int(phase_only),
+                phase_only=None if phase_only is None else int(phase_only), l1p=l1p,
                 flags_zeroed=bool(flags_zeroed))
 
 
@@ -1204,7 +1235,7 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
                       RSEL=cfg["rsel"], SHORTC=cfg["short_chain"], SC2=cfg["SC2"], KC2=cfg["KC2"],
                       FASTA=cfg["fast_a"], DIRECT1D=cfg["direct1d"], SC3=cfg["SC3"], G1S=cfg["G1S"],
                       G2S=cfg["G2S"], KC3=cfg["KC3"], SKEYS=cfg["skeys"], SDIR=cfg["sdir"],
-                      AFIRST=cfg["afirst"],
+                      AFIRST=cfg["afirst"], L1P=cfg["l1p"],
                       # flags zeroing (tl_zero_flags MODE): 2 none (an earlier launch zeroed them), 1 8-byte words
                       # (16-byte aligned tensor), 0 bytes
                       FZW=2 if cfg["flags_zeroed"] else int(cfg["flags_wide"] and kflags and flags.data_ptr() % 16 == 0))

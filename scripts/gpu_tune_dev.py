@@ -69,6 +69,9 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
   the top-k (``c_workspace``), alone and with ``a_first_col``, select stage at 16K-256K and the full stage.
 * ``Z`` after Y: ``c_workspace`` with ``a_first_col``, full stage at 160 / 640 x 256K; select at 64 / 128 rows x
   256K (the ``a_first_col`` rule's edge, P = 4 / 2).
+* ``AA`` (eleventh session): the 64K rows' second short chain ranking its 1024 level-1 keys in pairs first
+  (``l1_pairs``: one top-k over 512 pair maxima, one over the chosen pairs' 128 keys) against one top-k over 1024,
+  select stage at 1-640 rows (and equal values at 640) and the full stage at 1 / 32 / 640 rows, 64K context.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -413,6 +416,13 @@ def points(section):
                                                                "fold_unfused_cws_afirst": both}))
         for ctx, conc, nn in ((262144, 64, 1), (262144, 128, 1)):
             pts.append(("select", ctx, conc, nn, 64, "normal", {"default": None, "cws": cws, "cws_afirst": both}))
+    elif section == "AA":  # eleventh session: the 64K second short chain's 1024 level-1 keys ranked in pairs first
+        pr = {"l1_pairs": True}
+        for conc, nn in ((1, 1), (8, 1), (32, 1), (128, 5)):
+            pts.append(("select", 65536, conc, nn, 64, "normal", {"default": None, "pairs": pr}))
+        pts.append(("select", 65536, 128, 5, 64, "equal", {"default": None, "pairs": pr}))
+        for conc, nn in ((1, 1), (32, 1), (128, 5)):
+            pts.append(("full", 65536, conc, nn, 64, "normal", {"fold_unfused": None, "fold_unfused_pairs": pr}))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts

@@ -60,6 +60,16 @@ PATHS = [
     ("a_first_col_off_1prog", {"direct": 8, "group": 4, "short_chain": False, "a_first_col": False}),
     ("a_first_col_1prog", {"direct": 8, "group": 4, "short_chain": False, "a_first_col": True, "fast_a": True,
                            "nt": 1}),
+    # eleventh session, dev: stage C of rows without stage A ranks level-1 keys in pairs first (l1_pairs; on GPU
+    # from 1024 keys, here from 2): the short chain, the second short chain, the third, and in registers without
+    # the workspace form
+    ("l1_pairs_short_chain", {"direct": 8, "group": 4, "programs": 5, "l1_pairs": True, "l1_pairs_min": 2}),
+    ("l1_pairs_short_chain2", {"direct": 8, "group": 2, "programs": 5, "short_chain2": True, "l1_pairs": True,
+                               "l1_pairs_min": 2}),
+    ("l1_pairs_short_chain3", {"direct": 8, "group": 4, "programs": 5, "short_chain3": True, "l1_pairs": True,
+                               "l1_pairs_min": 2}),
+    ("l1_pairs_no_cws", {"direct": 8, "group": 4, "programs": 5, "l1_pairs": True, "l1_pairs_min": 2,
+                         "c_workspace": False}),
     ("fold_1prog", {"algo": "fold", "tile": 64}),
     ("fold_multi", {"algo": "fold", "tile": 32, "programs": 6}),
     ("fold_fallback", {"algo": "fold", "tile": 32, "programs": 6, "cap": 8}),
@@ -110,6 +120,34 @@ def test_k_values_incl_k_above_live_and_width(k, fresh_seed):
     ref = topk_select_reference(x, k, lengths, 1)
     assert_same_sets(out, ref, f"k={k} seed={fresh_seed}")
     assert (out[1] == -1).sum() == max(0, k - 37)
+
+
+@pytest.mark.parametrize("kind", ["normal", "equal"])
+@pytest.mark.parametrize("pairs", [False, True], ids=["c_one_topk", "l1_pairs"])
+def test_second_short_chain_k64_chunked(kind, pairs, fresh_seed):
+    # k = 64 rows of 4097-8192 columns at group 8 take the second short chain with its C stage in chunks through the
+    # workspace (KC2 = 32 < KP = 64), the GPU's 64K path; with l1_pairs at its default 1024 level-1 keys
+    gen = torch.Generator().manual_seed(fresh_seed)
+    rows, n, k = 2, 6000, 64
+    x = _values(kind, rows, n, gen)
+    lengths = torch.tensor([n, int(torch.randint(4200, n, (1,), generator=gen))])
+    cfg = {"direct": 8, "group": 8, "programs": 1, "short_chain2": True, "l1_pairs": pairs}
+    facts = {"sm_count": 132, "warp_size": 32, "name": "x"}
+    p = st.plan(rows, n, k, facts, **cfg)
+    assert (p["SC2"], p["KC2"], p["KP"], p["l1p"]) == (2, 32, 64, 1024 if pairs else 0)
+    out = poisoned(rows, k, "cpu")
+    st.topk_select_triton(x, k, lengths, 1, out, config=cfg)
+    assert_same_sets(out, topk_select_reference(x, k, lengths, 1), f"{kind} pairs={pairs} seed={fresh_seed}")
+
+
+def test_l1_pairs_plan():
+    facts = {"sm_count": 132, "warp_size": 32, "name": "x"}
+    assert st.plan(8, 8192, 64, facts)["l1p"] == 0  # off by default (not measured)
+    assert st.plan(8, 8192, 64, facts, l1_pairs=True)["l1p"] == 1024
+    assert st.plan(8, 8192, 64, facts, l1_pairs=True, l1_pairs_min=512)["l1p"] == 512
+    assert st.plan(8, 8192, 64, facts, l1_pairs=True, rsel=True)["l1p"] == 0  # rsel's stages are not top-k
+    with pytest.raises(ValueError, match="l1_pairs_min"):
+        st.plan(8, 8192, 64, facts, l1_pairs=True, l1_pairs_min=1)
 
 
 def test_tl_topk_never_given_fewer_than_k():
