@@ -960,7 +960,10 @@ HIER_C_WORKSPACE: bool = True
 HIER_A_FIRST_COL: bool | None = None
 # Eleventh session, dev: rows without stage A whose stage C ranks at least HIER_L1_PAIRS_MIN level-1 keys (k = 64:
 # the second short chain, 64K context, 1024 keys in one tl.topk, ~2.4x the cost of a 512-key one on the ladder) rank
-# adjacent pairs of them first (``l1_pairs``; :func:`_hier_finish`'s ``L1P``).  Off: not measured yet.
+# adjacent pairs of them first (``l1_pairs``; :func:`_hier_finish`'s ``L1P``).  Measured (tune_dev_AA.csv, same
+# process, 64K, k = 64): select 1 row 9.8 -> 9.3 µs, 32 rows 10.1 -> 9.9, 640 rows 32.1 -> 28.4 (equal values 28.1);
+# full stage 1 row 13.5 -> 12.4, 32 rows 16.2 -> 15.3, 640 rows 92.3 -> 87.5.  Off until the next whole re-record
+# (k = 128-256, where the main short chain's C also ranks >= 1024 keys, is not measured).
 HIER_L1_PAIRS: bool = False
 HIER_L1_PAIRS_MIN: int = 1024
 # A third short chain, decided on the device like the others: rows of at most KP super groups of (G1 / 2) * G2

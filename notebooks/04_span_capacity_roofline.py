@@ -362,6 +362,11 @@ if tuneU[0]:
 # Both were adopted in the eleventh session (`c_workspace` everywhere, `a_first_col` at one or two programs per row,
 # where it won) and the whole record re-run at d26f268: the sweep above is of these kernels. The recorded 640 x 256K
 # select is 63.0 µs (79.6 at ee0a345), 1 x 256K 10.5 (12.8); the full stage 640 x 256K 258 µs, 1.68x its floor.
+#
+# Eleventh session, after that record (section AA): the 64K rows take the second short chain, whose stage C ranks
+# 64 x 16 = 1024 level-1 keys in one top-k (on the ladder ~2.4x a 512-key one). Ranking adjacent pairs first
+# (`l1_pairs`: a top-k over 512 pair maxima, then one over the chosen pairs' 128 keys; exact by the same hierarchy
+# argument) gains at every 64K point in the table below, most at 640 rows; it is off until the next whole re-record.
 
 # %%
 for name, arms, stage in (("fused_direct_dev", None, None),
@@ -373,7 +378,9 @@ for name, arms, stage in (("fused_direct_dev", None, None),
                           ("tune_dev/tune_dev_Y", ["torch", "default", "cws", "cws_afirst"], "select"),
                           ("tune_dev/tune_dev_Y", ["torch", "fold_unfused", "fold_unfused_cws"], "full"),
                           ("tune_dev/tune_dev_Z", ["torch", "fold_unfused", "fold_unfused_cws",
-                                                   "fold_unfused_cws_afirst"], "full")):
+                                                   "fold_unfused_cws_afirst"], "full"),
+                          ("tune_dev/tune_dev_AA", ["torch", "default", "pairs"], "select"),
+                          ("tune_dev/tune_dev_AA", ["torch", "fold_unfused", "fold_unfused_pairs"], "full")):
     recs = viz.load_records(name if name.startswith("tune_dev") else "tune_dev/" + name)
     print(viz.record_label(recs[1], recs[2]) if recs[0] else "NO RECORD")
     if recs[0] and arms is None:
