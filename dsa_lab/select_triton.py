@@ -962,8 +962,9 @@ HIER_A_FIRST_COL: bool | None = None
 # the second short chain, 64K context, 1024 keys in one tl.topk, ~2.4x the cost of a 512-key one on the ladder) rank
 # adjacent pairs of them first (``l1_pairs``; :func:`_hier_finish`'s ``L1P``).  Measured (tune_dev_AA.csv, same
 # process, 64K, k = 64): select 1 row 9.8 -> 9.3 µs, 32 rows 10.1 -> 9.9, 640 rows 32.1 -> 28.4 (equal values 28.1);
-# full stage 1 row 13.5 -> 12.4, 32 rows 16.2 -> 15.3, 640 rows 92.3 -> 87.5.  Off until the next whole re-record
-# (k = 128-256, where the main short chain's C also ranks >= 1024 keys, is not measured).
+# full stage 1 row 13.5 -> 12.4, 32 rows 16.2 -> 15.3, 640 rows 92.3 -> 87.5.  Off until the next whole re-record.
+# At the default plans only the second short chain at k = 33-64 ranks >= 1024 level-1 keys (k = 128 / 256 take
+# groups of 4 / 2: 512 keys; k <= 32: 512), so that is all it changes.
 HIER_L1_PAIRS: bool = False
 HIER_L1_PAIRS_MIN: int = 1024
 # A third short chain, decided on the device like the others: rows of at most KP super groups of (G1 / 2) * G2

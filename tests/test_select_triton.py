@@ -148,6 +148,12 @@ def test_l1_pairs_plan():
     assert st.plan(8, 8192, 64, facts, l1_pairs=True, rsel=True)["l1p"] == 0  # rsel's stages are not top-k
     with pytest.raises(ValueError, match="l1_pairs_min"):
         st.plan(8, 8192, 64, facts, l1_pairs=True, l1_pairs_min=1)
+    # scope at the default minimum: only the second short chain at k = 33-64 ranks >= 1024 level-1 keys
+    for k in (1, 16, 32, 33, 64, 65, 128, 256):
+        for rows in (1, 640):
+            p = st.plan(rows, 32768, k, facts, l1_pairs=True)
+            counts = {p["KP"] * p["G2"], p["KP"] * p["G2S"], p["KP"] * p["G2"] * p["SC2"]}
+            assert (max(counts) >= p["l1p"]) == (33 <= k <= 64), (k, rows, counts)
 
 
 def test_tl_topk_never_given_fewer_than_k():
