@@ -1031,13 +1031,14 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     :data:`HIER_STRIDED_KEYS`): stage C's level-1 keys and the fused stage D's block scores come from
     :func:`_group_keys` (``SKEYS``); ``strided_direct`` (default :data:`HIER_STRIDED_DIRECT`): so do the fused direct
     path's block scores (``SDIR``).  ``c_workspace`` (default :data:`HIER_C_WORKSPACE`; not with
-    ``strided_keys``): stage C's in-register level-1 keys pass through the row's workspace (``SKEYS = 2``).  ``a_first_col`` (default :data:`HIER_A_FIRST_COL`; ``None`` there: the
-    measured rule, :func:`_a_first_col_rule`): the unfused stage A keys super groups by their first column
-    (``AFIRST``).  ``l1_pairs`` (default :data:`HIER_L1_PAIRS`, dev): rows without stage A whose stage C ranks at
-    least ``l1_pairs_min`` (default :data:`HIER_L1_PAIRS_MIN`) level-1 keys rank them in pairs first (``L1P``; not
-    with ``rsel``, whose stages are not top-k).  ``phase_only`` (dev timing, with ``two_phase``): ``1``, the only value, launches stage A alone and
-    writes no output (a second phase alone would read a workspace nobody wrote).  ``flags_zeroed``: an earlier
-    launch zeroed the flags; the kernel only sets them.
+    ``strided_keys``): stage C's in-register level-1 keys pass through the row's workspace (``SKEYS = 2``).
+    ``a_first_col`` (default :data:`HIER_A_FIRST_COL`; ``None`` there: the measured rule,
+    :func:`_a_first_col_rule`): the unfused stage A keys super groups by their first column (``AFIRST``).
+    ``l1_pairs`` (default :data:`HIER_L1_PAIRS`, dev): rows without stage A whose stage C ranks at least
+    ``l1_pairs_min`` (default :data:`HIER_L1_PAIRS_MIN`) level-1 keys rank them in pairs first (``L1P``; not with
+    ``rsel``, whose stages are not top-k).  ``phase_only`` (dev timing, with ``two_phase``): ``1``, the only
+    value, launches stage A alone and writes no output (a second phase alone would read a workspace nobody
+    wrote).  ``flags_zeroed``: an earlier launch zeroed the flags; the kernel only sets them.
     """
     KP = max(2, _np2(k))
     bsp = _np2(block_size) if fused else 1
