@@ -72,6 +72,8 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
 * ``AA`` (eleventh session): the 64K rows' second short chain ranking its 1024 level-1 keys in pairs first
   (``l1_pairs``: one top-k over 512 pair maxima, one over the chosen pairs' 128 keys) against one top-k over 1024,
   select stage at 1-640 rows (and equal values at 640) and the full stage at 1 / 32 / 640 rows, 64K context.
+* ``AB`` after AA: ``l1_pairs_min = 512``, so the 16K rows' third short chain (512 level-1 keys) ranks pairs
+  first as well (a top-k over 256, then one over 128), select at 1 / 32 / 640 rows and full at 1 / 640 rows, 16K.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -423,6 +425,12 @@ def points(section):
         pts.append(("select", 65536, 128, 5, 64, "equal", {"default": None, "pairs": pr}))
         for conc, nn in ((1, 1), (32, 1), (128, 5)):
             pts.append(("full", 65536, conc, nn, 64, "normal", {"fold_unfused": None, "fold_unfused_pairs": pr}))
+    elif section == "AB":  # after AA: pairs from 512 level-1 keys, i.e. the 16K rows' third short chain too
+        pr = {"l1_pairs": True, "l1_pairs_min": 512}
+        for conc, nn in ((1, 1), (32, 1), (128, 5)):
+            pts.append(("select", 16384, conc, nn, 64, "normal", {"default": None, "pairs512": pr}))
+        for conc, nn in ((1, 1), (128, 5)):
+            pts.append(("full", 16384, conc, nn, 64, "normal", {"fold_unfused": None, "fold_unfused_pairs512": pr}))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts
