@@ -966,7 +966,7 @@ HIER_A_FIRST_COL: bool | None = None
 # At the default plans only the second short chain at k = 33-64 ranks >= 1024 level-1 keys (k = 128 / 256 take
 # groups of 4 / 2: 512 keys; k <= 32: 512), so that is all it changes.
 HIER_L1_PAIRS: bool = False
-HIER_L1_PAIRS_MIN: int = 1024
+HIER_L1_PAIRS_MIN: int = 1024  # from 512 keys (the 16K third short chain) it lost everywhere (tune_dev_AB.csv)
 # A third short chain, decided on the device like the others: rows of at most KP super groups of (G1 / 2) * G2
 # columns (k = 64: 2048 columns, 16K context) take level-1 groups of G1 / 2, so stage C's top-k sees KP * G2
 # level-1 maxima and stage D's only KP * G1 / 2 columns (256 instead of 512 at k = 64).  Measured first as the whole

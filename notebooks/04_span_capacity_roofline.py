@@ -367,6 +367,8 @@ if tuneU[0]:
 # 64 x 16 = 1024 level-1 keys in one top-k (on the ladder ~2.4x a 512-key one). Ranking adjacent pairs first
 # (`l1_pairs`: a top-k over 512 pair maxima, then one over the chosen pairs' 128 keys; exact by the same hierarchy
 # argument) gains at every 64K point in the table below, most at 640 rows; it is off until the next whole re-record.
+# From 512 keys (section AB: the 16K rows' third short chain) the extra level loses at every point, so pairs start at
+# 1024 keys.
 
 # %%
 for name, arms, stage in (("fused_direct_dev", None, None),
@@ -380,7 +382,9 @@ for name, arms, stage in (("fused_direct_dev", None, None),
                           ("tune_dev/tune_dev_Z", ["torch", "fold_unfused", "fold_unfused_cws",
                                                    "fold_unfused_cws_afirst"], "full"),
                           ("tune_dev/tune_dev_AA", ["torch", "default", "pairs"], "select"),
-                          ("tune_dev/tune_dev_AA", ["torch", "fold_unfused", "fold_unfused_pairs"], "full")):
+                          ("tune_dev/tune_dev_AA", ["torch", "fold_unfused", "fold_unfused_pairs"], "full"),
+                          ("tune_dev/tune_dev_AB", ["torch", "default", "pairs512"], "select"),
+                          ("tune_dev/tune_dev_AB", ["torch", "fold_unfused", "fold_unfused_pairs512"], "full")):
     recs = viz.load_records(name if name.startswith("tune_dev") else "tune_dev/" + name)
     print(viz.record_label(recs[1], recs[2]) if recs[0] else "NO RECORD")
     if recs[0] and arms is None:
