@@ -500,7 +500,7 @@ def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, s
     ``NOA`` (no stage A): the row has at most KP super groups (``nsg <= KP``), so every one of them is chosen and
     B needs no maxima; C forms the level-1 maxima from the columns themselves (fused: from the logits).
 
-    ``L1P`` (dev option; 0 = off): rows without stage A whose C ranks at least ``L1P`` level-1 keys (k = 64: the
+    ``L1P`` (0 = off): rows without stage A whose C ranks at least ``L1P`` level-1 keys (k = 64: the
     second short chain's 1024) rank them in adjacent pairs first -- the pairs' maxima, then the two level-1 keys of
     each chosen pair -- so C's one top-k over ``KP * G2`` keys becomes one over ``KP * G2 / 2`` and one over
     ``2 * KP`` (a level-1 group among the top KP lies in a pair among the top KP, as at every level).
@@ -605,13 +605,16 @@ def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, s
     else:
         if L1P > 0 and NOA and G2 >= 2 and KP * G2 >= L1P:  # (G2 >= 2: the pairs' top-k sees at least KP keys)
             # no stage A: super group i is the row's i-th, so level-1 slot j holds group j (columns j * G1 on)
-            jl1 = tl.arange(0, KP * G2)
-            tl.debug_barrier()  # every read of the l1 slots (the wide path's load) before they are rewritten
-            tl.store(ws_ptr + l1_base + jl1, l1)
-            tl.debug_barrier()
+            if SKEYS == 1 or (SKEYS == 0 and KC == KP):  # l1 only in registers: through the workspace
+                jl1 = tl.arange(0, KP * G2)
+                tl.store(ws_ptr + l1_base + jl1, l1)
+                tl.debug_barrier()
+            # (otherwise the l1 slots already hold the keys: SKEYS == 2 stored them, the wide path its chunks, the
+            # slots from nsg * G2 on possibly stale -- masked; a pair never straddles a super group, G2 being even)
             jp = tl.arange(0, KP * G2 // 2)  # strided loads: an unreplicated layout for the top-k
-            pm = tl.maximum(tl.load(ws_ptr + l1_base + 2 * jp, cache_modifier=".cg"),
-                            tl.load(ws_ptr + l1_base + 2 * jp + 1, cache_modifier=".cg"))
+            pv = 2 * jp < nsg * G2
+            pm = tl.maximum(tl.load(ws_ptr + l1_base + 2 * jp, mask=pv, other=_PAD, cache_modifier=".cg"),
+                            tl.load(ws_ptr + l1_base + 2 * jp + 1, mask=pv, other=_PAD, cache_modifier=".cg"))
             tp = tl.topk(pm, KP)
             pid = tl.where(tp != _PAD, tl_key_index(tp) // (2 * G1), -1)
             lid = pid[:, None] * 2 + tl.arange(0, 2)[None, :]
@@ -962,10 +965,11 @@ HIER_A_FIRST_COL: bool | None = None
 # the second short chain, 64K context, 1024 keys in one tl.topk, ~2.4x the cost of a 512-key one on the ladder) rank
 # adjacent pairs of them first (``l1_pairs``; :func:`_hier_finish`'s ``L1P``).  Measured (tune_dev_AA.csv, same
 # process, 64K, k = 64): select 1 row 9.8 -> 9.3 µs, 32 rows 10.1 -> 9.9, 640 rows 32.1 -> 28.4 (equal values 28.1);
-# full stage 1 row 13.5 -> 12.4, 32 rows 16.2 -> 15.3, 640 rows 92.3 -> 87.5.  Off until the next whole re-record.
+# full stage 1 row 13.5 -> 12.4, 32 rows 16.2 -> 15.3, 640 rows 92.3 -> 87.5.  Adopted in the twelfth session (after
+# dropping the pairs' redundant re-store of keys already in the workspace), with the whole re-record.
 # At the default plans only the second short chain at k = 33-64 ranks >= 1024 level-1 keys (k = 128 / 256 take
 # groups of 4 / 2: 512 keys; k <= 32: 512), so that is all it changes.
-HIER_L1_PAIRS: bool = False
+HIER_L1_PAIRS: bool = True
 HIER_L1_PAIRS_MIN: int = 1024  # from 512 keys (the 16K third short chain) it lost everywhere (tune_dev_AB.csv)
 # A third short chain, decided on the device like the others: rows of at most KP super groups of (G1 / 2) * G2
 # columns (k = 64: 2048 columns, 16K context) take level-1 groups of G1 / 2, so stage C's top-k sees KP * G2
@@ -1034,7 +1038,7 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     ``strided_keys``): stage C's in-register level-1 keys pass through the row's workspace (``SKEYS = 2``).
     ``a_first_col`` (default :data:`HIER_A_FIRST_COL`; ``None`` there: the measured rule,
     :func:`_a_first_col_rule`): the unfused stage A keys super groups by their first column (``AFIRST``).
-    ``l1_pairs`` (default :data:`HIER_L1_PAIRS`, dev): rows without stage A whose stage C ranks at least
+    ``l1_pairs`` (default :data:`HIER_L1_PAIRS`): rows without stage A whose stage C ranks at least
     ``l1_pairs_min`` (default :data:`HIER_L1_PAIRS_MIN`) level-1 keys rank them in pairs first (``L1P``; not with
     ``rsel``, whose stages are not top-k).  ``phase_only`` (dev timing, with ``two_phase``): ``1``, the only
     value, launches stage A alone and writes no output (a second phase alone would read a workspace nobody

@@ -74,6 +74,9 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
   select stage at 1-640 rows (and equal values at 640) and the full stage at 1 / 32 / 640 rows, 64K context.
 * ``AB`` after AA: ``l1_pairs_min = 512``, so the 16K rows' third short chain (512 level-1 keys) ranks pairs
   first as well (a top-k over 256, then one over 128), select at 1 / 32 / 640 rows and full at 1 / 640 rows, 16K.
+* ``AC`` (twelfth session): ``l1_pairs`` as the default, its pairs now read straight from the workspace when the
+  level-1 keys are already there, against ``l1_pairs=False`` (the eleventh session's kernels): the AA points and
+  k = 48 at 640 x 64K.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -431,6 +434,14 @@ def points(section):
             pts.append(("select", 16384, conc, nn, 64, "normal", {"default": None, "pairs512": pr}))
         for conc, nn in ((1, 1), (128, 5)):
             pts.append(("full", 16384, conc, nn, 64, "normal", {"fold_unfused": None, "fold_unfused_pairs512": pr}))
+    elif section == "AC":  # twelfth session: l1_pairs as the default (no re-store) against the eleventh's kernels
+        off = {"l1_pairs": False}
+        for conc, nn in ((1, 1), (8, 1), (32, 1), (128, 5)):
+            pts.append(("select", 65536, conc, nn, 64, "normal", {"default": None, "no_pairs": off}))
+        pts.append(("select", 65536, 128, 5, 64, "equal", {"default": None, "no_pairs": off}))
+        pts.append(("select", 65536, 128, 5, 48, "normal", {"default": None, "no_pairs": off}))
+        for conc, nn in ((1, 1), (32, 1), (128, 5)):
+            pts.append(("full", 65536, conc, nn, 64, "normal", {"fold_unfused": None, "fold_unfused_no_pairs": off}))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts

@@ -60,9 +60,9 @@ PATHS = [
     ("a_first_col_off_1prog", {"direct": 8, "group": 4, "short_chain": False, "a_first_col": False}),
     ("a_first_col_1prog", {"direct": 8, "group": 4, "short_chain": False, "a_first_col": True, "fast_a": True,
                            "nt": 1}),
-    # eleventh session, dev: stage C of rows without stage A ranks level-1 keys in pairs first (l1_pairs; on GPU
-    # from 1024 keys, here from 2): the short chain, the second short chain, the third, and in registers without
-    # the workspace form
+    # eleventh session: stage C of rows without stage A ranks level-1 keys in pairs first (l1_pairs, the default
+    # since the twelfth; on GPU from 1024 keys, here from 2): the short chain, the second short chain, the third, and from registers (without
+    # the workspace form, and the strided keys), which the pairs' own store passes through the workspace
     ("l1_pairs_short_chain", {"direct": 8, "group": 4, "programs": 5, "l1_pairs": True, "l1_pairs_min": 2}),
     ("l1_pairs_short_chain2", {"direct": 8, "group": 2, "programs": 5, "short_chain2": True, "l1_pairs": True,
                                "l1_pairs_min": 2}),
@@ -70,6 +70,8 @@ PATHS = [
                                "l1_pairs_min": 2}),
     ("l1_pairs_no_cws", {"direct": 8, "group": 4, "programs": 5, "l1_pairs": True, "l1_pairs_min": 2,
                          "c_workspace": False}),
+    ("l1_pairs_strided_keys", {"direct": 8, "group": 4, "programs": 5, "l1_pairs": True, "l1_pairs_min": 2,
+                               "strided_keys": True}),
     ("fold_1prog", {"algo": "fold", "tile": 64}),
     ("fold_multi", {"algo": "fold", "tile": 32, "programs": 6}),
     ("fold_fallback", {"algo": "fold", "tile": 32, "programs": 6, "cap": 8}),
@@ -142,7 +144,8 @@ def test_second_short_chain_k64_chunked(kind, pairs, fresh_seed):
 
 def test_l1_pairs_plan():
     facts = {"sm_count": 132, "warp_size": 32, "name": "x"}
-    assert st.plan(8, 8192, 64, facts)["l1p"] == 0  # off by default (not measured)
+    assert st.plan(8, 8192, 64, facts)["l1p"] == 1024  # on by default since the twelfth session
+    assert st.plan(8, 8192, 64, facts, l1_pairs=False)["l1p"] == 0
     assert st.plan(8, 8192, 64, facts, l1_pairs=True)["l1p"] == 1024
     assert st.plan(8, 8192, 64, facts, l1_pairs=True, l1_pairs_min=512)["l1p"] == 512
     assert st.plan(8, 8192, 64, facts, l1_pairs=True, rsel=True)["l1p"] == 0  # rsel's stages are not top-k
@@ -151,7 +154,7 @@ def test_l1_pairs_plan():
     # scope at the default minimum: only the second short chain at k = 33-64 ranks >= 1024 level-1 keys
     for k in (1, 16, 32, 33, 64, 65, 128, 256):
         for rows in (1, 640):
-            p = st.plan(rows, 32768, k, facts, l1_pairs=True)
+            p = st.plan(rows, 32768, k, facts)
             counts = {p["KP"] * p["G2"], p["KP"] * p["G2S"], p["KP"] * p["G2"] * p["SC2"]}
             assert (max(counts) >= p["l1p"]) == (33 <= k <= 64), (k, rows, counts)
 
