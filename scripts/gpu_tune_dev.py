@@ -77,6 +77,8 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
 * ``AC`` (twelfth session): ``l1_pairs`` as the default, its pairs now read straight from the workspace when the
   level-1 keys are already there, against ``l1_pairs=False`` (the eleventh session's kernels): the AA points and
   k = 48 at 640 x 64K.
+* ``AD`` after AC's re-record: the 256K full stage at 1-32 rows (which moved by +-15% between the records of
+  d26f268 and 1d76555), ``l1_pairs`` on and off in one process; the select stage at 32 x 256K as a control.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -442,6 +444,12 @@ def points(section):
         pts.append(("select", 65536, 128, 5, 48, "normal", {"default": None, "no_pairs": off}))
         for conc, nn in ((1, 1), (32, 1), (128, 5)):
             pts.append(("full", 65536, conc, nn, 64, "normal", {"fold_unfused": None, "fold_unfused_no_pairs": off}))
+    elif section == "AD":  # after AC's re-record: 256K full stage at 1-32 rows moved (8 / 16 rows -15%, 32 rows
+        # +15%) though l1_pairs is compiled out of stage-A rows: kernel code, or run to run?
+        off = {"l1_pairs": False}
+        for conc, nn in ((1, 1), (8, 1), (16, 1), (32, 1), (8, 4)):
+            pts.append(("full", 262144, conc, nn, 64, "normal", {"fold_unfused": None, "fold_unfused_no_pairs": off}))
+        pts.append(("select", 262144, 32, 1, 64, "normal", {"default": None, "no_pairs": off}))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts
