@@ -360,15 +360,22 @@ if tuneU[0]:
 # (`c_workspace`). The 256K chain (8x replicated) gains at every row count: 1 row 12.8 → 10.5 µs, 640 rows 79.8 →
 # 72.4, with `a_first_col` 63.0; the full stage 640 x 256K 288.8 → 256.3 µs. The 16K chain (4x) does not move.
 # Both were adopted in the eleventh session (`c_workspace` everywhere, `a_first_col` at one or two programs per row,
-# where it won) and the whole record re-run at d26f268: the sweep above is of these kernels. The recorded 640 x 256K
+# where it won) and the whole record re-run at d26f268. The recorded 640 x 256K
 # select is 63.0 µs (79.6 at ee0a345), 1 x 256K 10.5 (12.8); the full stage 640 x 256K 258 µs, 1.68x its floor.
 #
 # Eleventh session, after that record (section AA): the 64K rows take the second short chain, whose stage C ranks
 # 64 x 16 = 1024 level-1 keys in one top-k (on the ladder ~2.4x a 512-key one). Ranking adjacent pairs first
 # (`l1_pairs`: a top-k over 512 pair maxima, then one over the chosen pairs' 128 keys; exact by the same hierarchy
-# argument) gains at every 64K point in the table below, most at 640 rows; it is off until the next whole re-record.
-# From 512 keys (section AB: the 16K rows' third short chain) the extra level loses at every point, so pairs start at
-# 1024 keys.
+# argument) gains at every 64K point in the table below, most at 640 rows. From 512 keys (section AB: the 16K rows'
+# third short chain) the extra level loses at every point, so pairs start at 1024 keys.
+#
+# Twelfth session (section AC): the pairs now read the level-1 keys straight from the workspace where stage C already
+# put them (no second store, two barriers fewer), and `l1_pairs` became the default (v2.8), re-recorded whole at
+# 1d76555: the sweep above is of these kernels. AC's table is the default against `l1_pairs=False` in one process;
+# in the record, 64K select 1 row 9.8 → 9.1 µs and 640 rows 32.2 → 27.6, the 64K full-stage median 5.05x → 5.57x
+# (target 6). The same record moved the 256K full stage at 1-32 rows by up to 15% either way, a path the pairs do
+# not reach; section AD timed those shapes with `l1_pairs` on and off in one process: equal within ~1% at 1-16 rows,
+# the pairs slightly ahead at 32. The shape varies from process to process.
 
 # %%
 for name, arms, stage in (("fused_direct_dev", None, None),
@@ -384,7 +391,10 @@ for name, arms, stage in (("fused_direct_dev", None, None),
                           ("tune_dev/tune_dev_AA", ["torch", "default", "pairs"], "select"),
                           ("tune_dev/tune_dev_AA", ["torch", "fold_unfused", "fold_unfused_pairs"], "full"),
                           ("tune_dev/tune_dev_AB", ["torch", "default", "pairs512"], "select"),
-                          ("tune_dev/tune_dev_AB", ["torch", "fold_unfused", "fold_unfused_pairs512"], "full")):
+                          ("tune_dev/tune_dev_AB", ["torch", "fold_unfused", "fold_unfused_pairs512"], "full"),
+                          ("tune_dev/tune_dev_AC", ["torch", "no_pairs", "default"], "select"),
+                          ("tune_dev/tune_dev_AC", ["torch", "fold_unfused_no_pairs", "fold_unfused"], "full"),
+                          ("tune_dev/tune_dev_AD", ["torch", "fold_unfused_no_pairs", "fold_unfused"], "full")):
     recs = viz.load_records(name if name.startswith("tune_dev") else "tune_dev/" + name)
     print(viz.record_label(recs[1], recs[2]) if recs[0] else "NO RECORD")
     if recs[0] and arms is None:
