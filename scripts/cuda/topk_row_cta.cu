@@ -1,0 +1,197 @@
+// One-CTA-per-row top-k select probe (CUDA C++, not part of the dsa_lab package).
+//
+// Question it answers: can a select outside Triton -- shared memory, warp shuffles, block barriers, no tl.topk --
+// take the 1-row select under the issue's 5 us at 64K / 256K context on this GPU?  (The Triton chain's own steps,
+// timed alone in data/h200/latency_ladder.csv, say a tl.topk-based chain cannot.)  Driven and checked by
+// scripts/gpu_cuda_select_probe.py; built there with nvcc for the device's own architecture.  The launcher
+// guarantees every row's length is at most NT * E (columns past that would be ignored) and k <= KMAX.
+//
+// Contract (DESIGN section 2): key = ordered(score) << 32 | (0xFFFFFFFF - column), compared as unsigned 64-bit
+// (the package's signed key with the high word offset by 2^31: the same order); every NaN ranks above +inf; a score
+// of -inf, or a column at or past the row's length, is not a candidate; the row's first min(k, #candidates)
+// columns in key order are written in any order, the remaining slots -1.
+//
+// Algorithm, one CTA of NT threads per row (1024 x 32 or 512 x 64 columns; -DNT / -DE) (columns j * NT + t held by thread t, E per thread, in registers):
+//  1. load, keep ordered(score) (32 bits) per column and the thread's best key m_t; count candidates C.
+//  2. kk = min(k, C).  Threshold T0 = the smallest, over the A warps holding candidates, of each one's q-th best
+//     m_t (q = ceil(kk / A)): then at least A * q >= kk threads have m_t >= T0, so the kk best keys are all >= T0
+//     (each of those threads holds a key >= T0).  A warp with candidates in fewer than q threads: T0 = 1 (every
+//     candidate).
+//  3. compact the keys >= T0 into shared memory (warp-aggregated slots).  If more than CAP arrive (adversarial
+//     rows), take the exact threshold instead: sort the NT thread maxima (bitonic, shared), T = the kk-th; at most
+//     kk threads hold keys >= T, so at most kk * E <= CAP keys arrive.
+//  4. bitonic-sort the M candidates (padded to a power of two >= 64) descending in shared memory; write the first kk
+//     columns, then -1.
+#include <stdint.h>
+
+#ifndef NT
+#define NT 1024         // threads per CTA (a multiple of 32, at most 1024): -DNT=... at build time
+#endif
+#ifndef E
+#define E 32            // columns per thread: rows of up to NT * E scores (32768: 256K context at block size 8)
+#endif
+#define KMAX 64         // the launcher rejects k > KMAX
+// candidate slots in shared memory: the exact-threshold path needs at most KMAX * E, and NT to sort the maxima
+#define CAP ((KMAX * E) > NT ? (KMAX * E) : NT)
+#define NEG_INF_U 0x007FFFFFu  // ordered(-inf): a candidate's ordered value is above it
+
+__device__ __forceinline__ uint32_t ordered_u(float x) {
+    uint32_t b = __float_as_uint(x);
+    if (x != x) return 0xFFFFFFFFu;                    // every NaN: above +inf
+    return (b & 0x80000000u) ? ~b : (b ^ 0x80000000u);  // monotone map of float order to unsigned order
+}
+
+__device__ __forceinline__ uint64_t make_key(uint32_t u, uint32_t col) {
+    return ((uint64_t)u << 32) | (uint64_t)(0xFFFFFFFFu - col);
+}
+
+__device__ __forceinline__ uint64_t warp_max_u64(uint64_t v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        uint64_t w = __shfl_xor_sync(0xFFFFFFFFu, v, o);
+        v = w > v ? w : v;
+    }
+    return v;
+}
+
+__device__ __forceinline__ int block_sum(int v, int* red) {  // every thread gets the sum; red: 32 ints
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __syncthreads();  // red may still be read from a previous call
+    if (lane == 0) red[warp] = v;
+    __syncthreads();
+    v = lane < (NT / 32) ? red[lane] : 0;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
+    return v;
+}
+
+// descending bitonic sort of s[0..P) (P a power of two, P <= CAP) by all NT threads; ends with a barrier
+__device__ void block_sort_desc(uint64_t* s, int P) {
+    for (int size = 2; size <= P; size <<= 1) {
+        for (int stride = size >> 1; stride > 0; stride >>= 1) {
+            for (int p = threadIdx.x; p < (P >> 1); p += NT) {
+                const int i = 2 * p - (p & (stride - 1));
+                const int j = i + stride;
+                const bool desc = (i & size) == 0;
+                const uint64_t a = s[i], b = s[j];
+                if ((a < b) == desc) { s[i] = b; s[j] = a; }
+            }
+            __syncthreads();
+        }
+    }
+}
+
+// keys >= thr into s (warp-aggregated slots through *cnt); returns nothing, *cnt may exceed CAP (then s holds CAP)
+__device__ __forceinline__ void compact(const uint32_t (&u)[E], int nj, uint64_t thr, uint64_t* s, int* cnt) {
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int j = 0; j < E; ++j) {
+        const int col = j * NT + threadIdx.x;
+        const bool take = j < nj && u[j] > NEG_INF_U && make_key(u[j], col) >= thr;
+        const unsigned bal = __ballot_sync(0xFFFFFFFFu, take);
+        if (bal) {
+            int base = 0;
+            if (lane == 0) base = atomicAdd(cnt, __popc(bal));
+            base = __shfl_sync(0xFFFFFFFFu, base, 0);
+            if (take) {
+                const int slot = base + __popc(bal & ((1u << lane) - 1u));
+                if (slot < CAP) s[slot] = make_key(u[j], col);
+            }
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(NT, 1)
+topk_row_cta(const float* __restrict__ scores, long long stride, const int* __restrict__ lengths, int width,
+             int k, int* __restrict__ out, int stop_after) {
+    __shared__ uint64_t s[CAP];
+    __shared__ int red[32];
+    __shared__ int s_cnt;
+    __shared__ uint64_t s_wq[32];
+    const int row = blockIdx.x, t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    int len = lengths[row];
+    len = len < 0 ? 0 : (len > width ? width : len);
+    const float* x = scores + (long long)row * stride;
+    int* o = out + (long long)row * k;
+
+    // 1. load (all E loads issued before use), ordered values in place, the thread's best key, candidate count
+    const float* xp = x + t;
+    const int nj = len > t ? (len - t + NT - 1) / NT : 0;  // this thread's columns j * NT + t < len: j < nj
+    uint32_t u[E];
+#pragma unroll
+    for (int j = 0; j < E; ++j) u[j] = j < nj ? __float_as_uint(__ldg(xp + j * NT)) : 0xFF800000u;  // -inf: none
+    uint64_t m = 0;
+    int c = 0;
+#pragma unroll
+    for (int j = 0; j < E; ++j) {
+        u[j] = ordered_u(__uint_as_float(u[j]));
+        if (u[j] > NEG_INF_U) {
+            ++c;
+            const uint64_t key = make_key(u[j], j * NT + t);
+            m = key > m ? key : m;
+        }
+    }
+    const int C = block_sum(c, red);
+    const int kk = k < C ? k : C;
+    if (kk == 0 || stop_after == 1) {
+        for (int i = t; i < k; i += NT) o[i] = kk == 0 ? -1 : C;  // (stop_after 1: timing only)
+        return;
+    }
+
+    // 2. T0: over the warps holding candidates (A of them), the smallest of each one's q-th best thread maximum,
+    //    q = ceil(kk / A): then at least A * q >= kk threads have their best key >= T0
+    uint64_t mq = warp_max_u64(m), cur = m;
+    if (lane == 0) s_wq[warp] = mq;
+    __syncthreads();
+    const unsigned act = __ballot_sync(0xFFFFFFFFu, lane < NT / 32 && s_wq[lane] > 0);  // warps with candidates
+    const int A = __popc(act);
+    int q = (kk + A - 1) / A;
+    q = q > 32 ? 32 : q;
+    for (int r = 1; r < q; ++r) {  // the warp's (r+1)-th best; 0 when it has fewer candidate threads
+        if (cur == mq) cur = 0;    // keys are unique: exactly one lane drops out (none when mq == 0)
+        mq = warp_max_u64(cur);
+    }
+    __syncthreads();  // every read of s_wq above is done
+    if (lane == 0) s_wq[warp] = mq;
+    if (t == 0) s_cnt = 0;
+    __syncthreads();
+    uint64_t thr = ~0ull;
+    bool short_warp = false;
+    for (int w = 0; w < NT / 32; ++w) {
+        const uint64_t a = s_wq[w];
+        thr = a > 0 && a < thr ? a : thr;
+        short_warp |= ((act >> w) & 1u) && a == 0;  // a warp with candidates but fewer than q candidate threads
+    }
+    if (short_warp || thr == ~0ull) thr = 1;
+    // 3. compact
+    compact(u, nj, thr, s, &s_cnt);
+    __syncthreads();
+    int M = s_cnt;
+    if (M > CAP) {  // exact threshold from the sorted thread maxima: at most kk * E keys reach it
+        s[t] = m;  // NT <= CAP slots (NT is a power of two here: 512 or 1024)
+        __syncthreads();
+        block_sort_desc(s, NT);
+        thr = s[kk - 1];
+        __syncthreads();
+        if (t == 0) s_cnt = 0;
+        __syncthreads();
+        compact(u, nj, thr, s, &s_cnt);
+        __syncthreads();
+        M = s_cnt;
+    }
+
+    if (stop_after == 2) {  // timing only: the compaction's count
+        for (int i = t; i < k; i += NT) o[i] = M;
+        return;
+    }
+
+    // 4. sort the candidates, write the first kk
+    int P = 64;
+    while (P < M) P <<= 1;
+    for (int i = M + t; i < P; i += NT) s[i] = 0;  // below every candidate key
+    __syncthreads();
+    block_sort_desc(s, P);
+    for (int i = t; i < k; i += NT) o[i] = i < kk ? (int)(0xFFFFFFFFu - (uint32_t)(s[i] & 0xFFFFFFFFull)) : -1;
+}
