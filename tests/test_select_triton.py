@@ -61,8 +61,8 @@ PATHS = [
     ("a_first_col_1prog", {"direct": 8, "group": 4, "short_chain": False, "a_first_col": True, "fast_a": True,
                            "nt": 1}),
     # eleventh session: stage C of rows without stage A ranks level-1 keys in pairs first (l1_pairs, the default
-    # since the twelfth; on GPU from 1024 keys, here from 2): the short chain, the second short chain, the third, and from registers (without
-    # the workspace form, and the strided keys), which the pairs' own store passes through the workspace
+    # since the twelfth; on GPU from 1024 keys, here from 2): the short chain, the second short chain, the third,
+    # and keys held only in registers (no workspace form; strided keys), which the pairs store to the workspace
     ("l1_pairs_short_chain", {"direct": 8, "group": 4, "programs": 5, "l1_pairs": True, "l1_pairs_min": 2}),
     ("l1_pairs_short_chain2", {"direct": 8, "group": 2, "programs": 5, "short_chain2": True, "l1_pairs": True,
                                "l1_pairs_min": 2}),
