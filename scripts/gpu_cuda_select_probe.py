@@ -42,7 +42,6 @@ import torch  # noqa: E402
 
 SRC = os.path.join(ROOT, "scripts", "cuda", "topk_row_cta.cu")
 KMAX = 64  # the kernel's KMAX
-POISON = 0x7EADBEEF
 
 
 def variant_for(width: int, threads: int = 1024, per_thread: int | None = None) -> tuple[int, int]:
@@ -155,7 +154,7 @@ def main():
     from dsa_lab import bench, data
     from dsa_lab.select import topk_select
     from dsa_lab.sweep import MML, Point, select_stage_inputs, torch_topk_store
-    from dsa_lab.verify import compare
+    from dsa_lab.verify import POISON, compare
 
     t0 = time.time()
     os.makedirs(a.out, exist_ok=True)
@@ -181,16 +180,25 @@ def main():
     w.writeheader()
     bad = 0
     nb = -(-MML // 8)
+    def check(writer, rows, ref, timing_only=False):
+        """Poisoned output, one launch, every slot against the reference: (status, out) -- out is reused for timing."""
+        out = torch.full((rows, k), POISON, dtype=torch.int32, device="cuda")
+        try:
+            writer(out)
+            torch.cuda.synchronize()
+            if timing_only:
+                return "timing only", out
+            nbad, msg = compare(out, ref)
+            return ("ok" if not nbad else f"mismatch {nbad}/{rows}: {msg[:120]}"), out
+        except Exception as ex:  # recorded, not fatal
+            return f"error {type(ex).__name__}: {str(ex)[:160]}", out
+
     # the exact-threshold path, checked (not timed) first: 256K and 64K live lengths
     for live in (nb, 8192):
         for nt, e in ((1024, 32), (512, 64)):
             inp = adversarial_input(nb, live, nt, "cuda", 11 + live + nt)
             ref = topk_select(inp["scores"], k, lengths=inp["lengths"], impl="reference")
-            out = torch.full((1, k), POISON, dtype=torch.int32, device="cuda")
-            build(nt, e)(inp["scores"], k, inp["lengths"], out)
-            torch.cuda.synchronize()
-            nbad, msg = compare(out, ref)
-            res = "ok" if not nbad else f"mismatch: {msg[:120]}"
+            res, _ = check(lambda o, b=build(nt, e), inp=inp: b(inp["scores"], k, inp["lengths"], o), 1, ref)
             bad += res != "ok"
             print(f"adversarial live {live} nt{nt} e{e}: {res}", flush=True)
             w.writerow({"context": live * 8, "concurrency": 1, "next_n": 1, "rows": 1, "k": k, "dist": "adversarial",
@@ -203,33 +211,19 @@ def main():
             break
         p = Point("select", "select", ctx, conc, nn, k, dist)
         inp = select_stage_inputs(p, MML, 9100 + i, "cuda")
-        sc, L = inp["scores"], inp["lengths"]
+        sc, L, max_len = inp["scores"], inp["lengths"], max(inp["live"])
         ref = topk_select(sc, k, lengths=L, impl="reference")
-        fit = variant_for(max(inp["live"]))
-        arms = {"torch": (None, None, lambda: torch_topk_store(sc, k), None),
-                "triton": (None, None, None, lambda o: topk_select(sc, k, lengths=L, impl="triton", out=o))}
-        for name, (nt, e, stop) in (("cuda", (1024, 32, 0)), ("cuda_fit", (fit[0], fit[1], 0)),
-                                    ("cuda_nt512", (512, 64, 0)), ("t_load", (1024, 32, 1)),
-                                    ("t_compact", (1024, 32, 2))):
-            b = build(nt, e)
-            arms[name] = (nt, e, None, lambda o, b=b, stop=stop: b(sc, k, L, o, stop, max(inp["live"])))
-        fns, checks = {}, {}
-        for name, (nt, e, plain, writer) in arms.items():
-            if plain is not None:
-                fns[name] = plain
-                continue
-            out = torch.empty((p.rows, k), dtype=torch.int32, device="cuda")
-            out.fill_(POISON)
-            try:
-                writer(out)
-                torch.cuda.synchronize()
-                if name.startswith("t_"):
-                    checks[name] = "timing only"
-                else:
-                    nbad, msg = compare(out, ref)
-                    checks[name] = "ok" if not nbad else f"mismatch {nbad}/{p.rows}: {msg[:120]}"
-            except Exception as ex:  # recorded, not fatal
-                checks[name] = f"error {type(ex).__name__}: {str(ex)[:160]}"
+        fit = variant_for(max_len)
+        # name: (threads, columns per thread, stop_after); triton's build columns are empty
+        arms = {"triton": (None, None, None), "cuda": (1024, 32, 0), "cuda_fit": (*fit, 0), "cuda_nt512": (512, 64, 0),
+                "t_load": (1024, 32, 1), "t_compact": (1024, 32, 2)}
+        fns, checks = {"torch": lambda: torch_topk_store(sc, k)}, {}
+        for name, (nt, e, stop) in arms.items():
+            if nt is None:
+                writer = lambda o: topk_select(sc, k, lengths=L, impl="triton", out=o)  # noqa: E731
+            else:
+                writer = lambda o, b=build(nt, e), stop=stop: b(sc, k, L, o, stop, max_len)  # noqa: E731
+            checks[name], out = check(writer, p.rows, ref, timing_only=bool(stop))
             if checks[name] not in ("ok", "timing only"):
                 bad += 1
                 print(f"  {ctx} rows {p.rows} {dist} {name}: {checks[name]}", flush=True)
@@ -237,7 +231,7 @@ def main():
             fns[name] = lambda writer=writer, out=out: writer(out)
         res = {}
         for name, fn in fns.items():
-            nt, e = arms[name][0], arms[name][1]
+            nt, e, _ = arms.get(name, (None, None, None))
             row = {"context": ctx, "concurrency": conc, "next_n": nn, "rows": p.rows, "k": k, "dist": dist,
                    "arm": name, "threads": nt or "", "per_thread": e or "", "check": checks.get(name, "")}
             if not a.check_only:
