@@ -108,13 +108,14 @@ class _Driver:
 class CudaSelect:
     """One build of ``topk_row_cta.cu``: ``threads`` x ``per_thread`` columns per row."""
 
-    def __init__(self, drv, threads, per_thread, build_dir, log):
+    def __init__(self, drv, threads, per_thread, build_dir, log, defines=()):
         self.drv, self.threads, self.per_thread = drv, threads, per_thread
         cap = torch.cuda.get_device_capability()
         nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-        path = os.path.join(build_dir, f"topk_row_cta_nt{threads}_e{per_thread}.cubin")
+        tag = "".join("_" + d.lower() for d in defines)
+        path = os.path.join(build_dir, f"topk_row_cta_nt{threads}_e{per_thread}{tag}.cubin")
         cmd = [nvcc, "-cubin", f"-arch=sm_{cap[0]}{cap[1]}", "-O3", f"-DNT={threads}", f"-DE={per_thread}",
-               "-Xptxas", "-v", "-o", path, SRC]
+               *[f"-D{d}" for d in defines], "-Xptxas", "-v", "-o", path, SRC]
         r = subprocess.run(cmd, capture_output=True, text=True)
         log.append({"cmd": " ".join(cmd), "rc": r.returncode, "ptxas": (r.stdout + r.stderr).strip()[-600:]})
         if r.returncode:

@@ -34,6 +34,15 @@
 // candidate slots in shared memory: the exact-threshold path needs at most KMAX * E, and NT to sort the maxima
 #define CAP ((KMAX * E) > NT ? (KMAX * E) : NT)
 #define NEG_INF_U 0x007FFFFFu  // ordered(-inf): a candidate's ordered value is above it
+// -DSTAMPS (diagnostic builds only): thread 0 of row 0 keeps clock64() at each step and writes the deltas to the
+// row's output instead of ids (out[2*i], out[2*i+1]: step i's cycles, globaltimer ns)
+#ifdef STAMPS
+#define STAMP(i) do { if (threadIdx.x == 0) { st_c[i] = clock64(); st_g[i] = gtimer(); } } while (0)
+__device__ __forceinline__ unsigned long long gtimer() {
+    unsigned long long v; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(v)); return v; }
+#else
+#define STAMP(i) do { } while (0)
+#endif
 
 __device__ __forceinline__ uint32_t ordered_u(float x) {
     uint32_t b = __float_as_uint(x);
@@ -111,6 +120,11 @@ topk_row_cta(const float* __restrict__ scores, long long stride, const int* __re
     __shared__ int s_cnt;
     __shared__ uint64_t s_wq[32];
     const int row = blockIdx.x, t = threadIdx.x, lane = t & 31, warp = t >> 5;
+#ifdef STAMPS
+    long long st_c[8];
+    unsigned long long st_g[8];
+#endif
+    STAMP(0);
     int len = lengths[row];
     len = len < 0 ? 0 : (len > width ? width : len);
     const float* x = scores + (long long)row * stride;
@@ -133,7 +147,9 @@ topk_row_cta(const float* __restrict__ scores, long long stride, const int* __re
             m = key > m ? key : m;
         }
     }
+    STAMP(1);
     const int C = block_sum(c, red);
+    STAMP(2);
     const int kk = k < C ? k : C;
     if (kk == 0 || stop_after == 1) {
         for (int i = t; i < k; i += NT) o[i] = kk == 0 ? -1 : C;  // (stop_after 1: timing only)
@@ -153,6 +169,7 @@ topk_row_cta(const float* __restrict__ scores, long long stride, const int* __re
         if (cur == mq) cur = 0;    // keys are unique: exactly one lane drops out (none when mq == 0)
         mq = warp_max_u64(cur);
     }
+    STAMP(3);
     __syncthreads();  // every read of s_wq above is done
     if (lane == 0) s_wq[warp] = mq;
     if (t == 0) s_cnt = 0;
@@ -166,9 +183,11 @@ topk_row_cta(const float* __restrict__ scores, long long stride, const int* __re
     }
     if (short_warp || thr == ~0ull) thr = 1;
     // 3. compact
+    STAMP(4);
     compact(u, nj, thr, s, &s_cnt);
     __syncthreads();
     int M = s_cnt;
+    STAMP(5);
     if (M > CAP) {  // exact threshold from the sorted thread maxima: at most kk * E keys reach it
         s[t] = m;  // NT <= CAP slots (NT is a power of two here: 512 or 1024)
         __syncthreads();
@@ -193,5 +212,12 @@ topk_row_cta(const float* __restrict__ scores, long long stride, const int* __re
     for (int i = M + t; i < P; i += NT) s[i] = 0;  // below every candidate key
     __syncthreads();
     block_sort_desc(s, P);
+    STAMP(6);
     for (int i = t; i < k; i += NT) o[i] = i < kk ? (int)(0xFFFFFFFFu - (uint32_t)(s[i] & 0xFFFFFFFFull)) : -1;
+#ifdef STAMPS
+    __syncthreads();
+    STAMP(7);
+    if (t == 0 && row == 0 && k >= 16)
+        for (int i = 1; i < 8; ++i) { o[2 * i - 2] = (int)(st_c[i] - st_c[i - 1]); o[2 * i - 1] = (int)(st_g[i] - st_g[i - 1]); }
+#endif
 }

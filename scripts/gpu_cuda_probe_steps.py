@@ -1,0 +1,79 @@
+"""Diagnostic (H200): where the CUDA probe's one-CTA select spends its time, step by step.
+
+    DSA_LAB_COMMIT=... python3 scripts/gpu_cuda_probe_steps.py [--out DIR]
+
+``scripts/gpu_cuda_select_probe.py`` found the CUDA kernel slower than the Triton default at every point.  This
+script builds ``scripts/cuda/topk_row_cta.cu`` with ``-DSTAMPS`` (thread 0 of row 0 reads ``clock64`` and
+``%globaltimer`` at each step boundary and writes the deltas instead of ids) at several CTA widths, runs one row,
+and prints cycles and ns per step; beside it, the graph-timed plain build at the same width.  Output:
+``steps.csv`` + meta JSON.  Timing only (the ids are checked by the probe).
+"""
+import argparse
+import csv
+import json
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+
+import torch  # noqa: E402
+
+from gpu_cuda_select_probe import CudaSelect, _Driver  # noqa: E402
+
+STEPS = ["load+convert", "block_sum", "warp q-th", "threshold", "compact", "sort", "write"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="build/cuda_probe_steps")
+    a = ap.parse_args()
+    from dsa_lab import bench, data
+    from dsa_lab.select import topk_select
+    from dsa_lab.sweep import MML, Point, select_stage_inputs
+    from dsa_lab.verify import compare
+
+    os.makedirs(a.out, exist_ok=True)
+    drv, log = _Driver(), []
+    k = 64
+    t0 = time.time()
+    f = open(os.path.join(a.out, "steps.csv"), "w", newline="")
+    w = csv.DictWriter(f, fieldnames=["context", "threads", "per_thread", "step", "cycles", "ns", "graph_us", "check"])
+    w.writeheader()
+    cases = [(4096, nt, e) for nt, e in ((1024, 1), (512, 1), (256, 2), (128, 4), (1024, 32))]
+    cases += [(262144, nt, e) for nt, e in ((1024, 32), (512, 64))]
+    for ctx, nt, e in cases:
+        p = Point("select", "select", ctx, 1, 1, k, "normal")
+        inp = select_stage_inputs(p, MML, 77, "cuda")
+        sc, L, ml = inp["scores"], inp["lengths"], max(inp["live"])
+        ref = topk_select(sc, k, lengths=L, impl="reference")
+        plain = CudaSelect(drv, nt, e, a.out, log)
+        stamped = CudaSelect(drv, nt, e, a.out, log, defines=("STAMPS",))
+        out = torch.full((1, k), -7, dtype=torch.int32, device="cuda")
+        plain(sc, k, L, out, 0, ml)
+        torch.cuda.synchronize()
+        nbad, msg = compare(out, ref)
+        chk = "ok" if not nbad else f"mismatch: {msg[:100]}"
+        tm = bench.time_cuda_graph(lambda: plain(sc, k, L, out, 0, ml), rep_ms=10.0, max_replays=60)
+        so = torch.zeros((1, k), dtype=torch.int32, device="cuda")
+        for _ in range(20):  # warm (clocks, caches); the last launch's stamps are read
+            stamped(sc, k, L, so, 0, ml)
+        torch.cuda.synchronize()
+        v = so[0, :14].tolist()
+        cyc, ns = v[0::2], v[1::2]
+        print(f"{ctx:>6} nt{nt:<4} e{e:<2} graph={tm.median_us:6.2f} us  check={chk}  " +
+              "  ".join(f"{s}={c}c/{n}ns" for s, c, n in zip(STEPS, cyc, ns)), flush=True)
+        for s, c, n in zip(STEPS, cyc, ns):
+            w.writerow({"context": ctx, "threads": nt, "per_thread": e, "step": s, "cycles": c, "ns": n,
+                        "graph_us": round(tm.median_us, 3), "check": chk})
+        f.flush()
+    f.close()
+    meta = data.collect_metadata(" ".join(["python3"] + sys.argv), {"builds": log, "seconds": round(time.time() - t0)})
+    with open(os.path.join(a.out, "steps.meta.json"), "w") as fm:
+        json.dump(meta, fm, indent=1)
+
+
+if __name__ == "__main__":
+    main()
