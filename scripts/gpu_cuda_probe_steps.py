@@ -5,8 +5,11 @@
 ``scripts/gpu_cuda_select_probe.py`` found the CUDA kernel slower than the Triton default at every point.  This
 script builds ``scripts/cuda/topk_row_cta.cu`` with ``-DSTAMPS`` (thread 0 of row 0 reads ``clock64`` and
 ``%globaltimer`` at each step boundary and writes the deltas instead of ids) at several CTA widths, runs one row,
-and prints cycles and ns per step; beside it, the graph-timed plain build at the same width.  Output:
-``steps.csv`` + meta JSON.  Timing only (the ids are checked by the probe).
+and prints cycles and ns per step; beside it, the graph-timed plain build at the same width.  Then the floor of a
+multi-CTA design: ``scripts/cuda/cluster_floor.cu`` (one row per cluster of G CTAs, two cluster-wide exchanges
+through distributed shared memory, a final ranking in one CTA; the common case only, its header says which), at
+several shapes, checked once against the reference and graph-timed whole and stopped after each step, beside the
+Triton default on the same rows.  Output: ``steps.csv``, ``cluster_floor.csv`` + meta JSON.
 """
 import argparse
 import csv
@@ -22,6 +25,49 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import torch  # noqa: E402
 
 from gpu_cuda_select_probe import CudaSelect, _Driver  # noqa: E402
+
+CLUSTER_ARMS = {"launch": 1, "load+reduce": 2, "+exchange 1": 3, "whole": 0}
+
+
+def cluster_section(drv, log, out_dir, bench, topk_select, MML, Point, select_stage_inputs, compare):
+    k = 64
+    f = open(os.path.join(out_dir, "cluster_floor.csv"), "w", newline="")
+    w = csv.DictWriter(f, fieldnames=["context", "rows", "threads", "per_thread", "cluster", "arm", "median_us",
+                                      "p10_us", "p90_us", "check"])
+    w.writeheader()
+    # (threads, columns per thread, CTAs per row): every one has >= 64 warps per row (its common case, k = 64)
+    variants = {65536: [(256, 4, 8), (512, 4, 4), (1024, 2, 4)],
+                262144: [(256, 16, 8), (512, 8, 8), (512, 16, 4), (1024, 8, 4)]}
+    for ctx, conc in ((65536, 1), (262144, 1), (262144, 32), (65536, 128), (262144, 128)):
+        p = Point("select", "select", ctx, conc, 1 if conc < 128 else 5, k, "normal")
+        inp = select_stage_inputs(p, MML, 313, "cuda")
+        sc, L, ml = inp["scores"], inp["lengths"], max(inp["live"])
+        ref = topk_select(sc, k, lengths=L, impl="reference")
+        out = torch.full((p.rows, k), -7, dtype=torch.int32, device="cuda")
+        tm = bench.time_cuda_graph(lambda: topk_select(sc, k, lengths=L, impl="triton", out=out), rep_ms=10.0,
+                                   max_replays=60)
+        w.writerow({"context": ctx, "rows": p.rows, "arm": "triton", "median_us": round(tm.median_us, 3),
+                    "p10_us": round(tm.p10_us, 3), "p90_us": round(tm.p90_us, 3)})
+        line = [f"{ctx:>6} r{p.rows:<4} triton={tm.median_us:.2f}"]
+        for nt, e, g in variants[ctx]:
+            kern = CudaSelect(drv, nt, e, out_dir, log, cluster=g)
+            out.fill_(-7)
+            kern(sc, k, L, out, 0, ml)
+            torch.cuda.synchronize()
+            nbad, msg = compare(out, ref)
+            chk = "ok" if not nbad else f"mismatch {nbad}/{p.rows}: {msg[:100]}"
+            res = []
+            for arm, stop in CLUSTER_ARMS.items():
+                tm = bench.time_cuda_graph(lambda stop=stop: kern(sc, k, L, out, stop, ml), rep_ms=10.0,
+                                           max_replays=60)
+                res.append(tm.median_us)
+                w.writerow({"context": ctx, "rows": p.rows, "threads": nt, "per_thread": e, "cluster": g, "arm": arm,
+                            "median_us": round(tm.median_us, 3), "p10_us": round(tm.p10_us, 3),
+                            "p90_us": round(tm.p90_us, 3), "check": chk if arm == "whole" else "timing only"})
+            line.append(f"{nt}x{e}xG{g}[{chk[:8]}]: " + "/".join(f"{v:.2f}" for v in res))
+        f.flush()
+        print("  ".join(line) + "   (launch/load+reduce/+exchange 1/whole)", flush=True)
+    f.close()
 
 STEPS = ["load+convert", "block_sum", "warp q-th", "threshold", "compact", "sort", "write"]
 
@@ -43,6 +89,7 @@ def main():
     w = csv.DictWriter(f, fieldnames=["context", "threads", "per_thread", "step", "cycles", "ns", "graph_us", "check"])
     w.writeheader()
     cases = [(4096, nt, e) for nt, e in ((1024, 1), (512, 1), (256, 2), (128, 4), (1024, 32))]
+    cases += [(65536, nt, e) for nt, e in ((1024, 8), (512, 16), (256, 32))]
     cases += [(262144, nt, e) for nt, e in ((1024, 32), (512, 64))]
     for ctx, nt, e in cases:
         p = Point("select", "select", ctx, 1, 1, k, "normal")
@@ -70,6 +117,7 @@ def main():
                         "graph_us": round(tm.median_us, 3), "check": chk})
         f.flush()
     f.close()
+    cluster_section(drv, log, a.out, bench, topk_select, MML, Point, select_stage_inputs, compare)
     meta = data.collect_metadata(" ".join(["python3"] + sys.argv), {"builds": log, "seconds": round(time.time() - t0)})
     with open(os.path.join(a.out, "steps.meta.json"), "w") as fm:
         json.dump(meta, fm, indent=1)

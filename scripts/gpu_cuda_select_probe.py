@@ -18,7 +18,10 @@ Arms (select stage, k = 64, the sweep's inputs ``dsa_lab.sweep.select_stage_inpu
   from the point's known lengths: what a kernel specialised per context would do; labelled as such).
 * ``cuda_nt512``: 512 threads x 64 columns (fewer, fatter threads; no spills at 128 registers).
 * ``t_load`` / ``t_compact``: ``cuda`` stopped after the load and count, and after the compaction (timing only:
-  they write counts, not ids, and are not checked).
+  they write counts, not ids, and are not checked; ``compacted_max`` records the compaction's largest count).
+* ``cluster``: ``scripts/cuda/cluster_floor.cu``, one row per cluster of 8 CTAs x 256 threads (rows of 2048 scores
+  or more, 16K context up).  It handles the common case only and refuses the rest visibly (every slot -2): such
+  rows are recorded as ``refused`` and not timed; on every other row it is checked like the others.
 
 Every id-writing arm is first checked against the exact reference (poisoned output, every slot) on every input,
 including an adversarial row built to overflow the compaction and take the exact-threshold path; a mismatch is
@@ -41,6 +44,7 @@ sys.path.insert(0, ROOT)
 import torch  # noqa: E402
 
 SRC = os.path.join(ROOT, "scripts", "cuda", "topk_row_cta.cu")
+CLUSTER_SRC = os.path.join(ROOT, "scripts", "cuda", "cluster_floor.cu")
 KMAX = 64  # the kernel's KMAX
 
 
@@ -56,6 +60,19 @@ def variant_for(width: int, threads: int = 1024, per_thread: int | None = None) 
     if threads * e < width or e > 64:
         raise ValueError(f"width {width} needs more than {threads} x {e} columns (at most 64 per thread)")
     return threads, e
+
+
+CLUSTER_G = 8  # CTAs per row in the cluster arm (the portable maximum)
+
+
+def cluster_per_thread(width: int, threads: int = 256, g: int = CLUSTER_G) -> int:
+    """Columns per thread of the cluster arm's build for rows of ``width`` scores (a power of two, at most 64)."""
+    e = 1
+    while threads * g * e < width:
+        e *= 2
+    if e > 64:
+        raise ValueError(f"width {width} needs more than {g} x {threads} x 64 columns")
+    return e
 
 
 def check_args(scores, k, lengths, out, threads, per_thread, max_len=None):
@@ -106,29 +123,35 @@ class _Driver:
 
 
 class CudaSelect:
-    """One build of ``topk_row_cta.cu``: ``threads`` x ``per_thread`` columns per row."""
+    """One build of ``topk_row_cta.cu`` (``threads`` x ``per_thread`` columns per row), or with ``cluster`` > 1 of
+    ``cluster_floor.cu`` (``cluster`` CTAs of that shape per row)."""
 
-    def __init__(self, drv, threads, per_thread, build_dir, log, defines=()):
-        self.drv, self.threads, self.per_thread = drv, threads, per_thread
+    def __init__(self, drv, threads, per_thread, build_dir, log, defines=(), cluster=1):
+        self.drv, self.threads, self.per_thread, self.cluster = drv, threads, per_thread, cluster
         cap = torch.cuda.get_device_capability()
         nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
         tag = "".join("_" + d.lower() for d in defines)
-        path = os.path.join(build_dir, f"topk_row_cta_nt{threads}_e{per_thread}{tag}.cubin")
+        src, name = (SRC, "topk_row_cta") if cluster == 1 else (CLUSTER_SRC, "cluster_floor")
+        if cluster > 1:
+            tag += f"_g{cluster}"
+            defines = (*defines, f"G={cluster}")
+        path = os.path.join(build_dir, f"{name}_nt{threads}_e{per_thread}{tag}.cubin")
         cmd = [nvcc, "-cubin", f"-arch=sm_{cap[0]}{cap[1]}", "-O3", f"-DNT={threads}", f"-DE={per_thread}",
-               *[f"-D{d}" for d in defines], "-Xptxas", "-v", "-o", path, SRC]
+               *[f"-D{d}" for d in defines], "-Xptxas", "-v", "-o", path, src]
         r = subprocess.run(cmd, capture_output=True, text=True)
         log.append({"cmd": " ".join(cmd), "rc": r.returncode, "ptxas": (r.stdout + r.stderr).strip()[-600:]})
         if r.returncode:
             raise RuntimeError(f"nvcc failed: {r.stderr[-800:]}")
         with open(path, "rb") as f:
-            self.mod, self.fn = drv.load(f.read(), b"topk_row_cta")
+            self.mod, self.fn = drv.load(f.read(), name.encode())
 
     def __call__(self, scores, k, lengths, out, stop_after=0, max_len=None):
-        check_args(scores, k, lengths, out, self.threads, self.per_thread, max_len)
+        check_args(scores, k, lengths, out, self.threads * self.cluster, self.per_thread, max_len)
         args = [ctypes.c_uint64(scores.data_ptr()), ctypes.c_longlong(scores.stride(0)),
                 ctypes.c_uint64(lengths.data_ptr()), ctypes.c_int(scores.shape[1]), ctypes.c_int(k),
                 ctypes.c_uint64(out.data_ptr()), ctypes.c_int(stop_after)]
-        self.drv.launch(self.fn, scores.shape[0], self.threads, args, torch.cuda.current_stream().cuda_stream)
+        self.drv.launch(self.fn, scores.shape[0] * self.cluster, self.threads, args,
+                        torch.cuda.current_stream().cuda_stream)
         return out
 
 
@@ -164,10 +187,10 @@ def main():
     drv, log = _Driver(), []
     builds = {}
 
-    def build(nt, e):
-        if (nt, e) not in builds:
-            builds[(nt, e)] = CudaSelect(drv, nt, e, build_dir, log)
-        return builds[(nt, e)]
+    def build(nt, e, g=1):
+        if (nt, e, g) not in builds:
+            builds[(nt, e, g)] = CudaSelect(drv, nt, e, build_dir, log, cluster=g)
+        return builds[(nt, e, g)]
 
     k = 64
     pts = [(ctx, 1, 1, "normal") for ctx in (4096, 16384, 65536, 262144)]
@@ -177,7 +200,8 @@ def main():
     pts += [(262144, 128, 5, d) for d in ("equal", "ramp")]
     f = open(os.path.join(a.out, "cuda_probe.csv"), "w", newline="")
     w = csv.DictWriter(f, fieldnames=["context", "concurrency", "next_n", "rows", "k", "dist", "arm", "threads",
-                                      "per_thread", "median_us", "p10_us", "p90_us", "check"])
+                                      "per_thread", "median_us", "p10_us", "p90_us", "check",
+                                      "compacted_max", "ctas_per_row"])
     w.writeheader()
     bad = 0
     nb = -(-MML // 8)
@@ -190,6 +214,8 @@ def main():
             if timing_only:
                 return "timing only", out
             nbad, msg = compare(out, ref)
+            if nbad and bool((out == -2).all(dim=1).any()):
+                return "refused", out  # the cluster kernel's rows outside its common case: not timed, not a failure
             return ("ok" if not nbad else f"mismatch {nbad}/{rows}: {msg[:120]}"), out
         except Exception as ex:  # recorded, not fatal
             return f"error {type(ex).__name__}: {str(ex)[:160]}", out
@@ -218,13 +244,21 @@ def main():
         # name: (threads, columns per thread, stop_after); triton's build columns are empty
         arms = {"triton": (None, None, None), "cuda": (1024, 32, 0), "cuda_fit": (*fit, 0), "cuda_nt512": (512, 64, 0),
                 "t_load": (1024, 32, 1), "t_compact": (1024, 32, 2)}
-        fns, checks = {"torch": lambda: torch_topk_store(sc, k)}, {}
+        if max_len >= 2048:  # 8 CTAs x 256 threads: 64 warps, each with live columns (the common case needs k <= 64)
+            arms["cluster"] = (256, cluster_per_thread(max_len), 0)
+        fns, checks, outs = {"torch": lambda: torch_topk_store(sc, k)}, {}, {}
         for name, (nt, e, stop) in arms.items():
             if nt is None:
                 writer = lambda o: topk_select(sc, k, lengths=L, impl="triton", out=o)  # noqa: E731
+            elif name == "cluster":
+                writer = lambda o, b=build(nt, e, CLUSTER_G): b(sc, k, L, o, 0, max_len)  # noqa: E731
             else:
                 writer = lambda o, b=build(nt, e), stop=stop: b(sc, k, L, o, stop, max_len)  # noqa: E731
             checks[name], out = check(writer, p.rows, ref, timing_only=bool(stop))
+            outs[name] = out
+            if checks[name] == "refused":
+                print(f"  {ctx} rows {p.rows} {dist} {name}: refused (outside its common case)", flush=True)
+                continue
             if checks[name] not in ("ok", "timing only"):
                 bad += 1
                 print(f"  {ctx} rows {p.rows} {dist} {name}: {checks[name]}", flush=True)
@@ -234,7 +268,10 @@ def main():
         for name, fn in fns.items():
             nt, e, _ = arms.get(name, (None, None, None))
             row = {"context": ctx, "concurrency": conc, "next_n": nn, "rows": p.rows, "k": k, "dist": dist,
-                   "arm": name, "threads": nt or "", "per_thread": e or "", "check": checks.get(name, "")}
+                   "arm": name, "threads": nt or "", "per_thread": e or "", "check": checks.get(name, ""),
+                   "ctas_per_row": CLUSTER_G if name == "cluster" else (1 if nt else "")}
+            if name == "t_compact":  # the largest candidate count any row compacted (sort size: warp <= 256)
+                row["compacted_max"] = int(outs[name][:, 0].max())
             if not a.check_only:
                 tm = bench.time_cuda_graph(fn, rep_ms=10.0, max_replays=60)
                 res[name] = tm.median_us

@@ -65,3 +65,15 @@ def test_source_constants_match_launcher(probe):
     # the launcher's KMAX must be the kernel's (k beyond it would overrun the kernel's candidate slots)
     src = open(probe.SRC).read()
     assert f"#define KMAX {probe.KMAX} " in src
+
+
+@pytest.mark.parametrize("width,want", [(2048, 1), (2049, 2), (8192, 4), (32768, 16)])
+def test_cluster_per_thread(probe, width, want):
+    # 8 CTAs x 256 threads x want columns hold the row, and half as many would not
+    assert probe.cluster_per_thread(width) == want
+    assert 8 * 256 * want >= width and (want == 1 or 8 * 256 * want // 2 < width)
+
+
+def test_cluster_per_thread_limit(probe):
+    with pytest.raises(ValueError, match="width"):
+        probe.cluster_per_thread(8 * 256 * 64 + 1)

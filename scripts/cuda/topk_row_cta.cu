@@ -6,12 +6,12 @@
 // scripts/gpu_cuda_select_probe.py; built there with nvcc for the device's own architecture.  The launcher
 // guarantees every row's length is at most NT * E (columns past that would be ignored) and k <= KMAX.
 //
-// Contract (DESIGN section 2): key = ordered(score) << 32 | (0xFFFFFFFF - column), compared as unsigned 64-bit
-// (the package's signed key with the high word offset by 2^31: the same order); every NaN ranks above +inf; a score
-// of -inf, or a column at or past the row's length, is not a candidate; the row's first min(k, #candidates)
-// columns in key order are written in any order, the remaining slots -1.
+// Contract (DESIGN section 2; keys in topk_common.cuh): a score of -inf, or a column at or past the row's length, is
+// not a candidate; the row's first min(k, #candidates) columns in key order are written in any order, the remaining
+// slots -1.
 //
-// Algorithm, one CTA of NT threads per row (1024 x 32 or 512 x 64 columns; -DNT / -DE) (columns j * NT + t held by thread t, E per thread, in registers):
+// Algorithm, one CTA of NT threads per row (-DNT / -DE; columns j * NT + t held by thread t, E per thread, in
+// registers):
 //  1. load, keep ordered(score) (32 bits) per column and the thread's best key m_t; count candidates C.
 //  2. kk = min(k, C).  Threshold T0 = the smallest, over the A warps holding candidates, of each one's q-th best
 //     m_t (q = ceil(kk / A)): then at least A * q >= kk threads have m_t >= T0, so the kk best keys are all >= T0
@@ -20,9 +20,12 @@
 //  3. compact the keys >= T0 into shared memory (warp-aggregated slots).  If more than CAP arrive (adversarial
 //     rows), take the exact threshold instead: sort the NT thread maxima (bitonic, shared), T = the kk-th; at most
 //     kk threads hold keys >= T, so at most kk * E <= CAP keys arrive.
-//  4. bitonic-sort the M candidates (padded to a power of two >= 64) descending in shared memory; write the first kk
-//     columns, then -1.
+//  4. M <= RANK_MAX candidates: rank each by counting the keys above it (rank_write); more: bitonic-sort them
+//     (padded to a power of two) descending in shared memory.  Write the first kk columns, then -1.
+// The step costs of each version on the H200 are in data/h200/cuda_probe/ (steps*.csv).
 #include <stdint.h>
+
+#include "topk_common.cuh"
 
 #ifndef NT
 #define NT 1024         // threads per CTA (a multiple of 32, at most 1024): -DNT=... at build time
@@ -31,9 +34,9 @@
 #define E 32            // columns per thread: rows of up to NT * E scores (32768: 256K context at block size 8)
 #endif
 #define KMAX 64         // the launcher rejects k > KMAX
+#define RANK_MAX 512    // up to this many candidates are ranked by counting, more are bitonic-sorted
 // candidate slots in shared memory: the exact-threshold path needs at most KMAX * E, and NT to sort the maxima
 #define CAP ((KMAX * E) > NT ? (KMAX * E) : NT)
-#define NEG_INF_U 0x007FFFFFu  // ordered(-inf): a candidate's ordered value is above it
 // -DSTAMPS (diagnostic builds only): thread 0 of row 0 keeps clock64() at each step and writes the deltas to the
 // row's output instead of ids (out[2*i], out[2*i+1]: step i's cycles, globaltimer ns)
 #ifdef STAMPS
@@ -43,16 +46,6 @@ __device__ __forceinline__ unsigned long long gtimer() {
 #else
 #define STAMP(i) do { } while (0)
 #endif
-
-__device__ __forceinline__ uint32_t ordered_u(float x) {
-    uint32_t b = __float_as_uint(x);
-    if (x != x) return 0xFFFFFFFFu;                    // every NaN: above +inf
-    return (b & 0x80000000u) ? ~b : (b ^ 0x80000000u);  // monotone map of float order to unsigned order
-}
-
-__device__ __forceinline__ uint64_t make_key(uint32_t u, uint32_t col) {
-    return ((uint64_t)u << 32) | (uint64_t)(0xFFFFFFFFu - col);
-}
 
 __device__ __forceinline__ uint64_t warp_max_u64(uint64_t v) {
 #pragma unroll
@@ -93,12 +86,14 @@ __device__ void block_sort_desc(uint64_t* s, int P) {
 }
 
 // keys >= thr into s (warp-aggregated slots through *cnt); returns nothing, *cnt may exceed CAP (then s holds CAP)
-__device__ __forceinline__ void compact(const uint32_t (&u)[E], int nj, uint64_t thr, uint64_t* s, int* cnt) {
+__device__ __forceinline__ void compact(const uint32_t (&u)[E], uint64_t thr, uint64_t* s, int* cnt) {
     const int lane = threadIdx.x & 31;
+    const uint32_t hi = (uint32_t)(thr >> 32), lo = (uint32_t)thr;
 #pragma unroll
     for (int j = 0; j < E; ++j) {
         const int col = j * NT + threadIdx.x;
-        const bool take = j < nj && u[j] > NEG_INF_U && make_key(u[j], col) >= thr;
+        // columns past the row hold ordered(-inf) == NEG_INF_U, so j < nj needs no test here
+        const bool take = u[j] > NEG_INF_U && (u[j] > hi || (u[j] == hi && 0xFFFFFFFFu - (uint32_t)col >= lo));
         const unsigned bal = __ballot_sync(0xFFFFFFFFu, take);
         if (bal) {
             int base = 0;
@@ -136,17 +131,16 @@ topk_row_cta(const float* __restrict__ scores, long long stride, const int* __re
     uint32_t u[E];
 #pragma unroll
     for (int j = 0; j < E; ++j) u[j] = j < nj ? __float_as_uint(__ldg(xp + j * NT)) : 0xFF800000u;  // -inf: none
-    uint64_t m = 0;
-    int c = 0;
+    uint32_t mu = NEG_INF_U;  // the thread's best ordered value; strict > keeps its first column (the larger key)
+    int mj = 0, c = 0;
 #pragma unroll
     for (int j = 0; j < E; ++j) {
         u[j] = ordered_u(__uint_as_float(u[j]));
-        if (u[j] > NEG_INF_U) {
-            ++c;
-            const uint64_t key = make_key(u[j], j * NT + t);
-            m = key > m ? key : m;
-        }
+        c += u[j] > NEG_INF_U;
+        mj = u[j] > mu ? j : mj;
+        mu = u[j] > mu ? u[j] : mu;
     }
+    const uint64_t m = mu > NEG_INF_U ? make_key(mu, mj * NT + t) : 0ull;
     STAMP(1);
     const int C = block_sum(c, red);
     STAMP(2);
@@ -174,17 +168,20 @@ topk_row_cta(const float* __restrict__ scores, long long stride, const int* __re
     if (lane == 0) s_wq[warp] = mq;
     if (t == 0) s_cnt = 0;
     __syncthreads();
-    uint64_t thr = ~0ull;
-    bool short_warp = false;
-    for (int w = 0; w < NT / 32; ++w) {
-        const uint64_t a = s_wq[w];
-        thr = a > 0 && a < thr ? a : thr;
-        short_warp |= ((act >> w) & 1u) && a == 0;  // a warp with candidates but fewer than q candidate threads
+    // every warp reduces the NT / 32 entries itself (a lane each): no extra barrier
+    const uint64_t a = lane < NT / 32 ? s_wq[lane] : 0ull;
+    uint64_t thr = a > 0 ? a : ~0ull;
+#pragma unroll
+    for (int o2 = 16; o2 > 0; o2 >>= 1) {
+        const uint64_t b = __shfl_xor_sync(0xFFFFFFFFu, thr, o2);
+        thr = b < thr ? b : thr;
     }
+    // a warp with candidates but fewer than q candidate threads: take every candidate
+    const bool short_warp = __ballot_sync(0xFFFFFFFFu, ((act >> lane) & 1u) && a == 0) != 0;
     if (short_warp || thr == ~0ull) thr = 1;
     // 3. compact
     STAMP(4);
-    compact(u, nj, thr, s, &s_cnt);
+    compact(u, thr, s, &s_cnt);
     __syncthreads();
     int M = s_cnt;
     STAMP(5);
@@ -196,7 +193,7 @@ topk_row_cta(const float* __restrict__ scores, long long stride, const int* __re
         __syncthreads();
         if (t == 0) s_cnt = 0;
         __syncthreads();
-        compact(u, nj, thr, s, &s_cnt);
+        compact(u, thr, s, &s_cnt);
         __syncthreads();
         M = s_cnt;
     }
@@ -206,14 +203,19 @@ topk_row_cta(const float* __restrict__ scores, long long stride, const int* __re
         return;
     }
 
-    // 4. sort the candidates, write the first kk
-    int P = 64;
-    while (P < M) P <<= 1;
-    for (int i = M + t; i < P; i += NT) s[i] = 0;  // below every candidate key
-    __syncthreads();
-    block_sort_desc(s, P);
-    STAMP(6);
-    for (int i = t; i < k; i += NT) o[i] = i < kk ? (int)(0xFFFFFFFFu - (uint32_t)(s[i] & 0xFFFFFFFFull)) : -1;
+    // 4. rank or sort the candidates, write the first kk
+    if (M <= RANK_MAX) {  // rank by counting: no sort, no barrier (the usual case)
+        rank_write(s, M, kk, k, o);
+        STAMP(6);
+    } else {
+        int P = 64;
+        while (P < M) P <<= 1;
+        for (int i = M + t; i < P; i += NT) s[i] = 0;  // below every candidate key
+        __syncthreads();
+        block_sort_desc(s, P);
+        STAMP(6);
+        for (int i = t; i < k; i += NT) o[i] = i < kk ? key_column(s[i]) : -1;
+    }
 #ifdef STAMPS
     __syncthreads();
     STAMP(7);

@@ -1,0 +1,167 @@
+// A multi-CTA (thread-block cluster) top-k select for the common case only: what a design of that shape costs here.
+// Not part of the dsa_lab package, and not a complete select: rows outside its case are refused, visibly (below).
+//
+// Question: the one-CTA kernel (topk_row_cta.cu) is bound by one SM's issue rate over a 256K row's 32768 scores.
+// Spreading a row over a cluster of G CTAs divides that work; a select then needs two cluster-wide exchanges through
+// distributed shared memory (DSMEM) and a final ranking in one CTA.  Steps, CTA g of the row's cluster holding
+// columns g * NT * E + j * NT + t (thread t, E per thread, in registers):
+//   0. arrive at a cluster barrier (every CTA must be running before DSMEM writes reach it), wait for it after the
+//      loads of 1;
+//   1. load, ordered values, count, the thread's best key m_t; per warp: the best m_t and the count.  Every warp
+//      writes both into every CTA of the cluster (DSMEM); cluster barrier.
+//   2. every CTA alike: C = the row's candidates, kk = min(k, C), A = the cluster's warps holding a candidate.  The
+//      common case, kk <= A: T0 = the smallest of those warps' best keys; A >= kk threads hold a key >= T0, so the kk
+//      best keys are all >= T0 (the one-CTA kernel's rule with q = 1).
+//   3. compact the keys >= T0 into the CTA's own shared memory, copy them into rank 0's segment for this CTA
+//      (DSMEM, at most SLOTS); cluster barrier.
+//   4. rank 0: gather the segments, rank by counting (topk_common.cuh), write k columns.
+// Outside the common case -- kk > A (short rows, -inf-heavy rows), or more than SLOTS keys >= T0 in one CTA (rows of
+// equal values, ramps, adversarial rows) -- rank 0 writes -2 in every slot, so the probe's check fails for that row
+// instead of passing a wrong answer.  The fallbacks a complete kernel needs there (a larger q, an exact threshold)
+// are not written.  stop_after (timing only): 1 returns at once (the launch), 2 after step 1's loads and warp
+// reductions, 3 after the first cluster barrier; 0 runs everything.
+#include <stdint.h>
+
+#include <cooperative_groups.h>
+#include <utility>
+
+#include "topk_common.cuh"
+
+namespace cg = cooperative_groups;
+
+#ifndef NT
+#define NT 256
+#endif
+#ifndef E
+#define E 16
+#endif
+#ifndef G
+#define G 8             // CTAs per cluster (8 is the portable maximum)
+#endif
+#define W (NT / 32)     // warps per CTA
+#define SLOTS 128       // candidate slots per CTA in rank 0
+
+__device__ __forceinline__ uint64_t warp_max_u64(uint64_t v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const uint64_t w = __shfl_xor_sync(0xFFFFFFFFu, v, o);
+        v = w > v ? w : v;
+    }
+    return v;
+}
+
+extern "C" __global__ void __cluster_dims__(G, 1, 1) __launch_bounds__(NT, 1)
+cluster_floor(const float* __restrict__ scores, long long stride, const int* __restrict__ lengths, int width, int k,
+              int* __restrict__ out, int stop_after) {
+    __shared__ uint64_t s_wm[G * W];       // every warp of the cluster: its best key (0: no candidate)
+    __shared__ int s_wc[G * W];            // ... and its candidate count
+    __shared__ uint64_t s_loc[SLOTS];      // this CTA's keys >= T0
+    __shared__ uint64_t s_cand[G * SLOTS]; // rank 0: every CTA's segment
+    __shared__ uint64_t s_flat[G * SLOTS]; // rank 0: the segments gathered
+    __shared__ int s_nc[G];                // rank 0: each segment's length, -1 when it overflowed
+    __shared__ int s_lc;
+    if (stop_after == 1) return;
+    cg::cluster_group cl = cg::this_cluster();
+    // every CTA of the cluster must be running before any writes into its shared memory: arrive now, wait just
+    // before the first DSMEM write, so the barrier's latency overlaps the loads
+    auto started = cl.barrier_arrive();
+    const int g = (int)cl.block_rank(), row = blockIdx.x / G, t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    int len = lengths[row];
+    len = len < 0 ? 0 : (len > width ? width : len);
+    const int base = g * NT * E;
+    const float* xp = scores + (long long)row * stride + base + t;
+    int* o = out + (long long)row * k;
+    const int nj = len > base + t ? (len - base - t + NT - 1) / NT : 0;
+
+    // 1. load, count, best key; warp best and count to every CTA
+    uint32_t u[E];
+#pragma unroll
+    for (int j = 0; j < E; ++j) u[j] = j < nj ? __float_as_uint(__ldg(xp + j * NT)) : 0xFF800000u;
+    uint32_t mu = NEG_INF_U;
+    int mj = 0, c = 0;
+#pragma unroll
+    for (int j = 0; j < E; ++j) {
+        u[j] = ordered_u(__uint_as_float(u[j]));
+        c += u[j] > NEG_INF_U;
+        mj = u[j] > mu ? j : mj;
+        mu = u[j] > mu ? u[j] : mu;
+    }
+    const uint64_t wm = warp_max_u64(mu > NEG_INF_U ? make_key(mu, base + mj * NT + t) : 0ull);
+    const int wc = __reduce_add_sync(0xFFFFFFFFu, c);
+    cl.barrier_wait(std::move(started));
+    if (stop_after == 2) {  // timing only
+        if (t == 0) o[g] = wc;
+        return;
+    }
+    if (lane < G) {
+        *cl.map_shared_rank(&s_wm[g * W + warp], lane) = wm;
+        *cl.map_shared_rank(&s_wc[g * W + warp], lane) = wc;
+    }
+    if (t == 0) s_lc = 0;
+    cl.sync();
+    if (stop_after == 3) return;
+
+    // 2. the threshold, every warp alike (G * W <= 64 entries: two per lane)
+    uint64_t thr = ~0ull;
+    int cc = 0, a = 0;
+#pragma unroll
+    for (int i = lane; i < G * W; i += 32) {
+        const uint64_t v = s_wm[i];
+        cc += s_wc[i];
+        a += v > 0;
+        thr = v > 0 && v < thr ? v : thr;
+    }
+    cc = __reduce_add_sync(0xFFFFFFFFu, cc);
+    a = __reduce_add_sync(0xFFFFFFFFu, a);
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+        const uint64_t v = __shfl_xor_sync(0xFFFFFFFFu, thr, off);
+        thr = v < thr ? v : thr;
+    }
+    const int kk = k < cc ? k : cc;
+    if (kk == 0 || kk > a) {  // no candidate, or outside the common case (-2: refused, visibly)
+        if (g == 0)
+            for (int i = t; i < k; i += NT) o[i] = kk == 0 ? -1 : -2;
+        return;
+    }
+
+    // 3. compact locally, copy into rank 0's segment
+    const uint32_t hi = (uint32_t)(thr >> 32), lo = (uint32_t)thr;
+#pragma unroll
+    for (int j = 0; j < E; ++j) {
+        const int col = base + j * NT + t;
+        const bool take = u[j] > NEG_INF_U && (u[j] > hi || (u[j] == hi && 0xFFFFFFFFu - (uint32_t)col >= lo));
+        const unsigned bal = __ballot_sync(0xFFFFFFFFu, take);
+        if (bal) {
+            int b0 = 0;
+            if (lane == 0) b0 = atomicAdd(&s_lc, __popc(bal));
+            b0 = __shfl_sync(0xFFFFFFFFu, b0, 0);
+            const int slot = b0 + __popc(bal & ((1u << lane) - 1u));
+            if (take && slot < SLOTS) s_loc[slot] = make_key(u[j], col);
+        }
+    }
+    __syncthreads();
+    const int n = s_lc;
+    uint64_t* dst = cl.map_shared_rank(s_cand, 0) + g * SLOTS;
+    for (int i = t; i < n && i < SLOTS; i += NT) dst[i] = s_loc[i];
+    if (t == 0) *cl.map_shared_rank(&s_nc[g], 0) = n <= SLOTS ? n : -1;
+    cl.sync();
+    if (g != 0) return;
+
+    // 4. rank 0: gather, rank, write
+    int M = 0;
+    bool over = false;
+#pragma unroll
+    for (int i = 0; i < G; ++i) { over |= s_nc[i] < 0; M += s_nc[i] < 0 ? 0 : s_nc[i]; }
+    if (over) {
+        for (int i = t; i < k; i += NT) o[i] = -2;
+        return;
+    }
+    for (int p = t; p < M; p += NT) {
+        int q = p, i = 0;
+        while (q >= s_nc[i]) q -= s_nc[i++];
+        s_flat[p] = s_cand[i * SLOTS + q];
+    }
+    __syncthreads();
+    rank_write(s_flat, M, kk, k, o);
+}
