@@ -33,7 +33,7 @@ def cluster_section(drv, log, out_dir, bench, topk_select, MML, Point, select_st
     k = 64
     f = open(os.path.join(out_dir, "cluster_floor.csv"), "w", newline="")
     w = csv.DictWriter(f, fieldnames=["context", "rows", "threads", "per_thread", "cluster", "arm", "median_us",
-                                      "p10_us", "p90_us", "check"])
+                                      "p10_us", "p90_us", "check", "m_max"])
     w.writeheader()
     # (threads, columns per thread, CTAs per row): every one has >= 64 warps per row (its common case, k = 64)
     variants = {65536: [(256, 4, 8), (512, 4, 4), (1024, 2, 4)],
@@ -55,7 +55,12 @@ def cluster_section(drv, log, out_dir, bench, topk_select, MML, Point, select_st
             kern(sc, k, L, out, 0, ml)
             torch.cuda.synchronize()
             nbad, msg = compare(out, ref)
-            chk = "ok" if not nbad else f"mismatch {nbad}/{p.rows}: {msg[:100]}"
+            refused = int((out == -2).all(dim=1).sum())
+            chk = "ok" if not nbad else (f"refused {refused}/{p.rows}" if refused == nbad else
+                                         f"mismatch {nbad}/{p.rows}: {msg[:100]}")
+            mo = torch.zeros((p.rows, k), dtype=torch.int32, device="cuda")
+            kern(sc, k, L, mo, 4, ml)  # the candidate count M of each accepted row
+            m_max = int(mo[:, 0].max())
             res = []
             for arm, stop in CLUSTER_ARMS.items():
                 tm = bench.time_cuda_graph(lambda stop=stop: kern(sc, k, L, out, stop, ml), rep_ms=10.0,
@@ -63,8 +68,9 @@ def cluster_section(drv, log, out_dir, bench, topk_select, MML, Point, select_st
                 res.append(tm.median_us)
                 w.writerow({"context": ctx, "rows": p.rows, "threads": nt, "per_thread": e, "cluster": g, "arm": arm,
                             "median_us": round(tm.median_us, 3), "p10_us": round(tm.p10_us, 3),
-                            "p90_us": round(tm.p90_us, 3), "check": chk if arm == "whole" else "timing only"})
-            line.append(f"{nt}x{e}xG{g}[{chk[:8]}]: " + "/".join(f"{v:.2f}" for v in res))
+                            "p90_us": round(tm.p90_us, 3), "check": chk if arm == "whole" else "timing only",
+                            "m_max": m_max})
+            line.append(f"{nt}x{e}xG{g}[{chk[:12]} M{m_max}]: " + "/".join(f"{v:.2f}" for v in res))
         f.flush()
         print("  ".join(line) + "   (launch/load+reduce/+exchange 1/whole)", flush=True)
     f.close()

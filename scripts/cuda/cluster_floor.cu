@@ -12,14 +12,15 @@
 //   2. every CTA alike: C = the row's candidates, kk = min(k, C), A = the cluster's warps holding a candidate.  The
 //      common case, kk <= A: T0 = the smallest of those warps' best keys; A >= kk threads hold a key >= T0, so the kk
 //      best keys are all >= T0 (the one-CTA kernel's rule with q = 1).
-//   3. compact the keys >= T0 into the CTA's own shared memory, copy them into rank 0's segment for this CTA
+//   3. compact the keys >= T0 into the CTA's own shared memory, copy them into this CTA's segment in every CTA
 //      (DSMEM, at most SLOTS); cluster barrier.
-//   4. rank 0: gather the segments, rank by counting (topk_common.cuh), write k columns.
+//   4. every CTA: gather the segments (the same M keys everywhere) and rank its share of them, about M / G, against
+//      all M by counting (topk_common.cuh); the key of rank r < kk writes o[r].  Rank 0 writes the -1 slots.
 // Outside the common case -- kk > A (short rows, -inf-heavy rows), or more than SLOTS keys >= T0 in one CTA (rows of
 // equal values, ramps, adversarial rows) -- rank 0 writes -2 in every slot, so the probe's check fails for that row
 // instead of passing a wrong answer.  The fallbacks a complete kernel needs there (a larger q, an exact threshold)
 // are not written.  stop_after (timing only): 1 returns at once (the launch), 2 after step 1's loads and warp
-// reductions, 3 after the first cluster barrier; 0 runs everything.
+// reductions, 3 after the first cluster barrier, 4 writes M (rank 0, o[0]) instead of ranking; 0 runs everything.
 #include <stdint.h>
 
 #include <cooperative_groups.h>
@@ -56,9 +57,9 @@ cluster_floor(const float* __restrict__ scores, long long stride, const int* __r
     __shared__ uint64_t s_wm[G * W];       // every warp of the cluster: its best key (0: no candidate)
     __shared__ int s_wc[G * W];            // ... and its candidate count
     __shared__ uint64_t s_loc[SLOTS];      // this CTA's keys >= T0
-    __shared__ uint64_t s_cand[G * SLOTS]; // rank 0: every CTA's segment
-    __shared__ uint64_t s_flat[G * SLOTS]; // rank 0: the segments gathered
-    __shared__ int s_nc[G];                // rank 0: each segment's length, -1 when it overflowed
+    __shared__ uint64_t s_cand[G * SLOTS]; // every CTA's segment
+    __shared__ uint64_t s_flat[G * SLOTS]; // the segments gathered
+    __shared__ int s_nc[G];                // each segment's length, -1 when it overflowed
     __shared__ int s_lc;
     if (stop_after == 1) return;
     cg::cluster_group cl = cg::this_cluster();
@@ -125,7 +126,7 @@ cluster_floor(const float* __restrict__ scores, long long stride, const int* __r
         return;
     }
 
-    // 3. compact locally, copy into rank 0's segment
+    // 3. compact locally, copy into this CTA's segment of every CTA
     const uint32_t hi = (uint32_t)(thr >> 32), lo = (uint32_t)thr;
 #pragma unroll
     for (int j = 0; j < E; ++j) {
@@ -141,20 +142,26 @@ cluster_floor(const float* __restrict__ scores, long long stride, const int* __r
         }
     }
     __syncthreads();
-    const int n = s_lc;
-    uint64_t* dst = cl.map_shared_rank(s_cand, 0) + g * SLOTS;
-    for (int i = t; i < n && i < SLOTS; i += NT) dst[i] = s_loc[i];
-    if (t == 0) *cl.map_shared_rank(&s_nc[g], 0) = n <= SLOTS ? n : -1;
+    const int n = s_lc, nn = n <= SLOTS ? n : 0;
+    for (int i = t; i < G * nn; i += NT) {
+        const int d = i / nn, q = i - d * nn;
+        cl.map_shared_rank(s_cand, d)[g * SLOTS + q] = s_loc[q];
+    }
+    if (t < G) *cl.map_shared_rank(&s_nc[g], t) = n <= SLOTS ? n : -1;
     cl.sync();
-    if (g != 0) return;
 
-    // 4. rank 0: gather, rank, write
+    // 4. every CTA: gather, rank its share, write
     int M = 0;
     bool over = false;
 #pragma unroll
     for (int i = 0; i < G; ++i) { over |= s_nc[i] < 0; M += s_nc[i] < 0 ? 0 : s_nc[i]; }
     if (over) {
-        for (int i = t; i < k; i += NT) o[i] = -2;
+        if (g == 0)
+            for (int i = t; i < k; i += NT) o[i] = -2;
+        return;
+    }
+    if (stop_after == 4) {  // timing / diagnostics: the candidate count
+        if (g == 0 && t == 0) o[0] = M;
         return;
     }
     for (int p = t; p < M; p += NT) {
@@ -163,5 +170,8 @@ cluster_floor(const float* __restrict__ scores, long long stride, const int* __r
         s_flat[p] = s_cand[i * SLOTS + q];
     }
     __syncthreads();
-    rank_write(s_flat, M, kk, k, o);
+    const int share = (M + G - 1) / G, c0 = g * share, c1 = c0 + share < M ? c0 + share : M;
+    rank_range(s_flat, M, c0, c1, kk, o);
+    if (g == 0)
+        for (int i = kk + t; i < k; i += NT) o[i] = -1;
 }

@@ -21,16 +21,21 @@ __device__ __forceinline__ uint64_t make_key(uint32_t u, uint32_t col) {
 
 __device__ __forceinline__ int key_column(uint64_t key) { return (int)(0xFFFFFFFFu - (uint32_t)key); }
 
-// Called by every thread of the CTA.  s[0..M) holds M unique keys, among them the row's kk best; each key's rank is
-// the number of keys above it (M broadcast reads of shared memory per key, no sort, no barrier), the key of rank
-// r < kk writes its column to o[r], and slots kk..k-1 get -1.  Cost grows with M: callers use it for small M.
-__device__ __forceinline__ void rank_write(const uint64_t* s, int M, int kk, int k, int* o) {
-    for (int c = threadIdx.x; c < M; c += blockDim.x) {
+// Called by every thread of the CTA.  s[0..M) holds M unique keys, among them the row's kk best.  Each key s[c],
+// lo <= c < hi, gets its rank, the number of keys above it (M broadcast reads of shared memory per key, no sort, no
+// barrier), and the key of rank r < kk writes its column to o[r].  Cost grows with M: callers use it for small M.
+__device__ __forceinline__ void rank_range(const uint64_t* s, int M, int lo, int hi, int kk, int* o) {
+    for (int c = lo + (int)threadIdx.x; c < hi; c += blockDim.x) {
         const uint64_t mine = s[c];
         int r = 0;
 #pragma unroll 8
         for (int i = 0; i < M; ++i) r += s[i] > mine;
         if (r < kk) o[r] = key_column(mine);
     }
+}
+
+// rank_range over every key, then slots kk..k-1 get -1: the whole row's output, by one CTA
+__device__ __forceinline__ void rank_write(const uint64_t* s, int M, int kk, int k, int* o) {
+    rank_range(s, M, 0, M, kk, o);
     for (int i = kk + (int)threadIdx.x; i < k; i += blockDim.x) o[i] = -1;
 }
