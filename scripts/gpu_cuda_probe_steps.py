@@ -27,13 +27,15 @@ import torch  # noqa: E402
 from gpu_cuda_select_probe import CudaSelect, _Driver  # noqa: E402
 
 CLUSTER_ARMS = {"launch": 1, "load+reduce": 2, "+exchange 1": 3, "whole": 0}
+CLUSTER_STEPS = ["load+convert", "warp reduce", "start barrier", "exchange 1", "threshold", "compact", "copy out",
+                 "exchange 2", "gather", "rank"]
 
 
 def cluster_section(drv, log, out_dir, bench, topk_select, MML, Point, select_stage_inputs, compare):
     k = 64
     f = open(os.path.join(out_dir, "cluster_floor.csv"), "w", newline="")
     w = csv.DictWriter(f, fieldnames=["context", "rows", "threads", "per_thread", "cluster", "arm", "median_us",
-                                      "p10_us", "p90_us", "check", "m_max"])
+                                      "p10_us", "p90_us", "check", "m_max", "cycles", "ns"])
     w.writeheader()
     # (threads, columns per thread, CTAs per row): every one has >= 64 warps per row (its common case, k = 64)
     variants = {65536: [(256, 4, 8), (512, 4, 4), (1024, 2, 4)],
@@ -70,6 +72,18 @@ def cluster_section(drv, log, out_dir, bench, topk_select, MML, Point, select_st
                             "median_us": round(tm.median_us, 3), "p10_us": round(tm.p10_us, 3),
                             "p90_us": round(tm.p90_us, 3), "check": chk if arm == "whole" else "timing only",
                             "m_max": m_max})
+            if p.rows == 1:  # thread 0 of rank 0: clock64 / globaltimer per step (a -DSTAMPS build)
+                stamped = CudaSelect(drv, nt, e, out_dir, log, defines=("STAMPS",), cluster=g)
+                so = torch.zeros((1, k), dtype=torch.int32, device="cuda")
+                for _ in range(20):
+                    stamped(sc, k, L, so, 0, ml)
+                torch.cuda.synchronize()
+                v = so[0, :2 * len(CLUSTER_STEPS)].tolist()
+                for st, cy, ns in zip(CLUSTER_STEPS, v[0::2], v[1::2]):
+                    w.writerow({"context": ctx, "rows": 1, "threads": nt, "per_thread": e, "cluster": g,
+                                "arm": f"step: {st}", "median_us": "", "cycles": cy, "ns": ns, "m_max": m_max})
+                print(f"   {nt}x{e}xG{g} steps: " + "  ".join(f"{st}={cy}c" for st, cy in zip(CLUSTER_STEPS, v[0::2])),
+                      flush=True)
             line.append(f"{nt}x{e}xG{g}[{chk[:12]} M{m_max}]: " + "/".join(f"{v:.2f}" for v in res))
         f.flush()
         print("  ".join(line) + "   (launch/load+reduce/+exchange 1/whole)", flush=True)
@@ -81,6 +95,7 @@ STEPS = ["load+convert", "block_sum", "warp q-th", "threshold", "compact", "sort
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="build/cuda_probe_steps")
+    ap.add_argument("--sections", default="cta,cluster", help="which to run: cta (one-CTA steps), cluster")
     a = ap.parse_args()
     from dsa_lab import bench, data
     from dsa_lab.select import topk_select
@@ -97,6 +112,8 @@ def main():
     cases = [(4096, nt, e) for nt, e in ((1024, 1), (512, 1), (256, 2), (128, 4), (1024, 32))]
     cases += [(65536, nt, e) for nt, e in ((1024, 8), (512, 16), (256, 32))]
     cases += [(262144, nt, e) for nt, e in ((1024, 32), (512, 64))]
+    if "cta" not in a.sections.split(","):
+        cases = []
     for ctx, nt, e in cases:
         p = Point("select", "select", ctx, 1, 1, k, "normal")
         inp = select_stage_inputs(p, MML, 77, "cuda")
@@ -123,7 +140,8 @@ def main():
                         "graph_us": round(tm.median_us, 3), "check": chk})
         f.flush()
     f.close()
-    cluster_section(drv, log, a.out, bench, topk_select, MML, Point, select_stage_inputs, compare)
+    if "cluster" in a.sections.split(","):
+        cluster_section(drv, log, a.out, bench, topk_select, MML, Point, select_stage_inputs, compare)
     meta = data.collect_metadata(" ".join(["python3"] + sys.argv), {"builds": log, "seconds": round(time.time() - t0)})
     with open(os.path.join(a.out, "steps.meta.json"), "w") as fm:
         json.dump(meta, fm, indent=1)

@@ -62,6 +62,8 @@ cluster_floor(const float* __restrict__ scores, long long stride, const int* __r
     __shared__ int s_nc[G];                // each segment's length, -1 when it overflowed
     __shared__ int s_lc;
     if (stop_after == 1) return;
+    STAMP_DECL;
+    STAMP(0);
     cg::cluster_group cl = cg::this_cluster();
     // every CTA of the cluster must be running before any writes into its shared memory: arrive now, wait just
     // before the first DSMEM write, so the barrier's latency overlaps the loads
@@ -87,9 +89,12 @@ cluster_floor(const float* __restrict__ scores, long long stride, const int* __r
         mj = u[j] > mu ? j : mj;
         mu = u[j] > mu ? u[j] : mu;
     }
+    STAMP(1);
     const uint64_t wm = warp_max_u64(mu > NEG_INF_U ? make_key(mu, base + mj * NT + t) : 0ull);
     const int wc = __reduce_add_sync(0xFFFFFFFFu, c);
+    STAMP(2);
     cl.barrier_wait(std::move(started));
+    STAMP(3);
     if (stop_after == 2) {  // timing only
         if (t == 0) o[g] = wc;
         return;
@@ -100,6 +105,7 @@ cluster_floor(const float* __restrict__ scores, long long stride, const int* __r
     }
     if (t == 0) s_lc = 0;
     cl.sync();
+    STAMP(4);
     if (stop_after == 3) return;
 
     // 2. the threshold, every warp alike (G * W <= 64 entries: two per lane)
@@ -126,6 +132,7 @@ cluster_floor(const float* __restrict__ scores, long long stride, const int* __r
         return;
     }
 
+    STAMP(5);
     // 3. compact locally, copy into this CTA's segment of every CTA
     const uint32_t hi = (uint32_t)(thr >> 32), lo = (uint32_t)thr;
 #pragma unroll
@@ -142,13 +149,16 @@ cluster_floor(const float* __restrict__ scores, long long stride, const int* __r
         }
     }
     __syncthreads();
+    STAMP(6);
     const int n = s_lc, nn = n <= SLOTS ? n : 0;
     for (int i = t; i < G * nn; i += NT) {
         const int d = i / nn, q = i - d * nn;
         cl.map_shared_rank(s_cand, d)[g * SLOTS + q] = s_loc[q];
     }
     if (t < G) *cl.map_shared_rank(&s_nc[g], t) = n <= SLOTS ? n : -1;
+    STAMP(7);
     cl.sync();
+    STAMP(8);
 
     // 4. every CTA: gather, rank its share, write
     int M = 0;
@@ -170,8 +180,14 @@ cluster_floor(const float* __restrict__ scores, long long stride, const int* __r
         s_flat[p] = s_cand[i * SLOTS + q];
     }
     __syncthreads();
+    STAMP(9);
     const int share = (M + G - 1) / G, c0 = g * share, c1 = c0 + share < M ? c0 + share : M;
     rank_range(s_flat, M, c0, c1, kk, o);
     if (g == 0)
         for (int i = kk + t; i < k; i += NT) o[i] = -1;
+#ifdef STAMPS
+    STAMP(10);
+    cl.sync();  // every CTA's ids are written: the stamps replace them
+    if (g == 0 && row == 0) STAMP_WRITE(11, o, k);
+#endif
 }

@@ -8,6 +8,24 @@
 
 #define NEG_INF_U 0x007FFFFFu  // ordered(-inf)
 
+// -DSTAMPS (diagnostic builds only): thread 0 keeps clock64() and %globaltimer at each STAMP(i); STAMP_WRITE(n, o, k)
+// writes step i's deltas (i = 1..n-1) to o[2i-2] (cycles) and o[2i-1] (ns) instead of ids, when k >= 2n - 2
+#ifdef STAMPS
+#define STAMP_MAX 12
+#define STAMP_DECL long long st_c[STAMP_MAX]; unsigned long long st_g[STAMP_MAX]
+#define STAMP(i) do { if (threadIdx.x == 0) { st_c[i] = clock64(); st_g[i] = gtimer(); } } while (0)
+#define STAMP_WRITE(n, o, k) do { if (threadIdx.x == 0 && (k) >= 2 * (n) - 2) for (int i_ = 1; i_ < (n); ++i_) { \
+    (o)[2 * i_ - 2] = (int)(st_c[i_] - st_c[i_ - 1]); (o)[2 * i_ - 1] = (int)(st_g[i_] - st_g[i_ - 1]); } } while (0)
+__device__ __forceinline__ unsigned long long gtimer() {
+    unsigned long long v;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(v));
+    return v;
+}
+#else
+#define STAMP_DECL do { } while (0)
+#define STAMP(i) do { } while (0)
+#endif
+
 __device__ __forceinline__ uint32_t ordered_u(float x) {
     const uint32_t b = __float_as_uint(x);
     // monotone map of float order to unsigned order: flip every bit of a negative, only the sign of a positive

@@ -37,15 +37,6 @@
 #define RANK_MAX 512    // up to this many candidates are ranked by counting, more are bitonic-sorted
 // candidate slots in shared memory: the exact-threshold path needs at most KMAX * E, and NT to sort the maxima
 #define CAP ((KMAX * E) > NT ? (KMAX * E) : NT)
-// -DSTAMPS (diagnostic builds only): thread 0 of row 0 keeps clock64() at each step and writes the deltas to the
-// row's output instead of ids (out[2*i], out[2*i+1]: step i's cycles, globaltimer ns)
-#ifdef STAMPS
-#define STAMP(i) do { if (threadIdx.x == 0) { st_c[i] = clock64(); st_g[i] = gtimer(); } } while (0)
-__device__ __forceinline__ unsigned long long gtimer() {
-    unsigned long long v; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(v)); return v; }
-#else
-#define STAMP(i) do { } while (0)
-#endif
 
 __device__ __forceinline__ uint64_t warp_max_u64(uint64_t v) {
 #pragma unroll
@@ -115,10 +106,7 @@ topk_row_cta(const float* __restrict__ scores, long long stride, const int* __re
     __shared__ int s_cnt;
     __shared__ uint64_t s_wq[32];
     const int row = blockIdx.x, t = threadIdx.x, lane = t & 31, warp = t >> 5;
-#ifdef STAMPS
-    long long st_c[8];
-    unsigned long long st_g[8];
-#endif
+    STAMP_DECL;
     STAMP(0);
     int len = lengths[row];
     len = len < 0 ? 0 : (len > width ? width : len);
@@ -219,7 +207,6 @@ topk_row_cta(const float* __restrict__ scores, long long stride, const int* __re
 #ifdef STAMPS
     __syncthreads();
     STAMP(7);
-    if (t == 0 && row == 0 && k >= 16)
-        for (int i = 1; i < 8; ++i) { o[2 * i - 2] = (int)(st_c[i] - st_c[i - 1]); o[2 * i - 1] = (int)(st_g[i] - st_g[i - 1]); }
+    if (row == 0) STAMP_WRITE(8, o, k);
 #endif
 }
