@@ -27,8 +27,8 @@ import torch  # noqa: E402
 from gpu_cuda_select_probe import CudaSelect, _Driver  # noqa: E402
 
 CLUSTER_ARMS = {"launch": 1, "load+reduce": 2, "+exchange 1": 3, "whole": 0}
-CLUSTER_STEPS = ["load+convert", "warp reduce", "start barrier", "exchange 1", "threshold", "compact", "copy out",
-                 "exchange 2", "gather", "rank"]
+CLUSTER_STEPS = ["load+convert", "warp reduce", "start barrier", "exchange 1", "threshold", "compact + DSMEM keys",
+                 "counts out", "exchange 2", "gather", "rank"]
 
 
 def cluster_section(drv, log, out_dir, bench, topk_select, MML, Point, select_stage_inputs, compare):
@@ -38,9 +38,8 @@ def cluster_section(drv, log, out_dir, bench, topk_select, MML, Point, select_st
                                       "p10_us", "p90_us", "check", "m_max", "cycles", "ns"])
     w.writeheader()
     # (threads, columns per thread, CTAs per row): every one has >= 64 warps per row (its common case, k = 64)
-    variants = {65536: [(256, 4, 8), (512, 4, 4), (1024, 2, 4)],
-                262144: [(256, 16, 8), (512, 8, 8), (512, 16, 4), (1024, 8, 4)]}
-    for ctx, conc in ((65536, 1), (262144, 1), (262144, 32), (65536, 128), (262144, 128)):
+    variants = {65536: [(256, 4, 8), (512, 4, 4)], 262144: [(256, 16, 8), (512, 8, 8), (512, 16, 4)]}
+    for ctx, conc in ((65536, 1), (262144, 1), (262144, 32)):
         p = Point("select", "select", ctx, conc, 1 if conc < 128 else 5, k, "normal")
         inp = select_stage_inputs(p, MML, 313, "cuda")
         sc, L, ml = inp["scores"], inp["lengths"], max(inp["live"])

@@ -12,8 +12,8 @@
 //   2. every CTA alike: C = the row's candidates, kk = min(k, C), A = the cluster's warps holding a candidate.  The
 //      common case, kk <= A: T0 = the smallest of those warps' best keys; A >= kk threads hold a key >= T0, so the kk
 //      best keys are all >= T0 (the one-CTA kernel's rule with q = 1).
-//   3. compact the keys >= T0 into the CTA's own shared memory, copy them into this CTA's segment in every CTA
-//      (DSMEM, at most SLOTS); cluster barrier.
+//   3. compact the keys >= T0 straight into this CTA's segment of every CTA (DSMEM, at most SLOTS; slots from a
+//      per-thread count, a warp scan and one shared atomic per warp); cluster barrier.
 //   4. every CTA: gather the segments (the same M keys everywhere) and rank its share of them, about M / G, against
 //      all M by counting (topk_common.cuh); the key of rank r < kk writes o[r].  Rank 0 writes the -1 slots.
 // Outside the common case -- kk > A (short rows, -inf-heavy rows), or more than SLOTS keys >= T0 in one CTA (rows of
@@ -42,6 +42,14 @@ namespace cg = cooperative_groups;
 #define W (NT / 32)     // warps per CTA
 #define SLOTS 128       // candidate slots per CTA in rank 0
 
+// u[j] for a j known only at run time, without indexing the register array (which would move it to local memory)
+__device__ __forceinline__ uint32_t u_at(const uint32_t (&u)[E], int j) {
+    uint32_t v = 0;
+#pragma unroll
+    for (int i = 0; i < E; ++i) v = i == j ? u[i] : v;
+    return v;
+}
+
 __device__ __forceinline__ uint64_t warp_max_u64(uint64_t v) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
@@ -56,7 +64,6 @@ cluster_floor(const float* __restrict__ scores, long long stride, const int* __r
               int* __restrict__ out, int stop_after) {
     __shared__ uint64_t s_wm[G * W];       // every warp of the cluster: its best key (0: no candidate)
     __shared__ int s_wc[G * W];            // ... and its candidate count
-    __shared__ uint64_t s_loc[SLOTS];      // this CTA's keys >= T0
     __shared__ uint64_t s_cand[G * SLOTS]; // every CTA's segment
     __shared__ uint64_t s_flat[G * SLOTS]; // the segments gathered
     __shared__ int s_nc[G];                // each segment's length, -1 when it overflowed
@@ -134,27 +141,39 @@ cluster_floor(const float* __restrict__ scores, long long stride, const int* __r
 
     STAMP(5);
     // 3. compact locally, copy into this CTA's segment of every CTA
+    // count first (a bit per column), one atomic per warp, then every taken key straight into every CTA's segment
     const uint32_t hi = (uint32_t)(thr >> 32), lo = (uint32_t)thr;
+    uint64_t mask = 0;
+    int mine = 0;
 #pragma unroll
     for (int j = 0; j < E; ++j) {
         const int col = base + j * NT + t;
         const bool take = u[j] > NEG_INF_U && (u[j] > hi || (u[j] == hi && 0xFFFFFFFFu - (uint32_t)col >= lo));
-        const unsigned bal = __ballot_sync(0xFFFFFFFFu, take);
-        if (bal) {
-            int b0 = 0;
-            if (lane == 0) b0 = atomicAdd(&s_lc, __popc(bal));
-            b0 = __shfl_sync(0xFFFFFFFFu, b0, 0);
-            const int slot = b0 + __popc(bal & ((1u << lane) - 1u));
-            if (take && slot < SLOTS) s_loc[slot] = make_key(u[j], col);
+        mask |= (uint64_t)take << j;
+        mine += take;
+    }
+    int incl = mine;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+        const int v = __shfl_up_sync(0xFFFFFFFFu, incl, off);
+        incl += lane >= off ? v : 0;
+    }
+    int wbase = 0;
+    if (lane == 31 && incl) wbase = atomicAdd(&s_lc, incl);
+    int slot = __shfl_sync(0xFFFFFFFFu, wbase, 31) + incl - mine;
+    while (mask) {
+        const int j = __ffsll((long long)mask) - 1;
+        mask &= mask - 1;
+        if (slot < SLOTS) {
+            const uint64_t key = make_key(u_at(u, j), base + j * NT + t);
+#pragma unroll
+            for (int d = 0; d < G; ++d) cl.map_shared_rank(s_cand, d)[g * SLOTS + slot] = key;
         }
+        ++slot;
     }
     __syncthreads();
     STAMP(6);
-    const int n = s_lc, nn = n <= SLOTS ? n : 0;
-    for (int i = t; i < G * nn; i += NT) {
-        const int d = i / nn, q = i - d * nn;
-        cl.map_shared_rank(s_cand, d)[g * SLOTS + q] = s_loc[q];
-    }
+    const int n = s_lc;
     if (t < G) *cl.map_shared_rank(&s_nc[g], t) = n <= SLOTS ? n : -1;
     STAMP(7);
     cl.sync();

@@ -39,19 +39,26 @@ __device__ __forceinline__ uint64_t make_key(uint32_t u, uint32_t col) {
 
 __device__ __forceinline__ int key_column(uint64_t key) { return (int)(0xFFFFFFFFu - (uint32_t)key); }
 
-// Called by every thread of the CTA.  s[0..M) holds M unique keys, among them the row's kk best.  Each key s[c],
-// lo <= c < hi, gets its rank, the number of keys above it (M broadcast reads of shared memory per key, no sort, no
-// barrier), and the key of rank r < kk writes its column to o[r].  Cost grows with M: callers use it for small M.
+// Called by every thread of the CTA (uniformly: it shuffles).  s[0..M) holds M unique keys, among them the row's kk
+// best.  Each key s[c], lo <= c < hi, gets its rank, the number of keys above it, counted over the M keys by SPLIT
+// threads (adjacent lanes, M / SPLIT broadcast reads of shared memory each, then a shuffle sum; no sort, no
+// barrier), and the key of rank r < kk writes its column to o[r].  SPLIT: the most threads per key the CTA has.
 __device__ __forceinline__ void rank_range(const uint64_t* s, int M, int lo, int hi, int kk, int* o) {
-    for (int c = lo + (int)threadIdx.x; c < hi; c += blockDim.x) {
-        const uint64_t mine = s[c];
+    const int n = hi - lo, nt = (int)blockDim.x, t = (int)threadIdx.x;
+    int split = 1;
+    while (split < 32 && n * split * 2 <= nt) split <<= 1;
+    const int per = nt / split, part = t & (split - 1);
+    for (int b = 0; b < n; b += per) {  // the same trip count in every thread
+        const int c = lo + b + t / split;
+        const bool valid = c < hi;
+        const uint64_t mine = valid ? s[c] : ~0ull;
         int r = 0;
-#pragma unroll 8
-        for (int i = 0; i < M; ++i) r += s[i] > mine;
-        if (r < kk) o[r] = key_column(mine);
+#pragma unroll 4
+        for (int i = part; i < M; i += split) r += s[i] > mine;
+        for (int off = 1; off < split; off <<= 1) r += __shfl_xor_sync(0xFFFFFFFFu, r, off);
+        if (valid && part == 0 && r < kk) o[r] = key_column(mine);
     }
 }
-
 // rank_range over every key, then slots kk..k-1 get -1: the whole row's output, by one CTA
 __device__ __forceinline__ void rank_write(const uint64_t* s, int M, int kk, int k, int* o) {
     rank_range(s, M, 0, M, kk, o);
