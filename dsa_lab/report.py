@@ -531,9 +531,8 @@ def latency_section(rows, meta, path, h: str, select_floor_us: float | None = No
                    "context and up) needs at least two 512-key stages after its stream (or one stage over more than "
                    "1024 keys), so it spends about 5 µs in selection steps alone: the 1-row target of 5 µs is out "
                    "of reach for a `tl.topk`-based chain there. A 2048-block row (16K) ranks 512 and then 256 keys "
-                   f"(the third short chain) and lands at the target's edge.{gap} A selection step cheaper than a "
-                   "bitonic top-k (e.g. a one-CTA radix select with shared-memory histograms, outside Triton's "
-                   "primitives) would be needed; none is implemented here.\n")
+                   f"(the third short chain) and lands at the target's edge.{gap} Getting under it needs a selection "
+                   "that Triton's primitives do not offer; the CUDA C++ probe below measures two outside the package.\n")
     many, loads = best("640 programs: 3 x topk 512 -> 64 (B, C, D)"), best("640 programs: 3 x load 512 keys + max")
     if many is not None:
         out.append(f"Run as 640 programs at once (one per row, as the hier kernel runs B → C → D beyond the SM count), "
@@ -544,6 +543,47 @@ def latency_section(rows, meta, path, h: str, select_floor_us: float | None = No
                    + (f"; with the point's bytes floor for stage A's stream of the scores ({fmt(select_floor_us)} µs, "
                       f"the sweep's) in front of it and no overlap between the two, {fmt(many + select_floor_us)} µs"
                       if select_floor_us else "") + ".\n")
+    return "\n".join(out)
+
+
+PROBE_ARMS = (("triton", "Triton default µs"), ("cuda_fit", "one CTA, fitted µs"), ("cuda_nt512", "one CTA 512x64 µs"),
+              ("cluster", "cluster of 8 µs"))
+
+
+def cuda_probe_section(rows, meta, path, h: str, target_us: float = 5.0) -> str:
+    """The CUDA C++ probe (``scripts/gpu_cuda_select_probe.py``; kernels outside the package, checked before timing):
+    its 1-row ``normal`` points per context against the 1-row target, and every check it recorded."""
+    if not rows:
+        return ""
+    ok_checks = ("ok", "timing only", "refused")
+    bad = [r for r in rows if r.get("check") and r["check"] not in ok_checks]
+    refused = sum(r.get("check") == "refused" for r in rows)
+    checked = sum(r.get("check") == "ok" for r in rows)
+    one = {(r["context"], r["arm"]): r for r in rows if r.get("rows") == 1 and r.get("dist") == "normal"}
+    ctxs = sorted({c for c, _ in one})
+
+    def t(c, arm):
+        r = one.get((c, arm))
+        if r is None:
+            return "—"
+        return "refused" if r.get("check") == "refused" else fmt(r.get("median_us"))
+
+    body = [[ctx_label(c)] + [t(c, a) for a, _ in PROBE_ARMS] + [fmt(one.get((c, "cluster"), {}).get("compacted_max"))]
+            for c in ctxs]
+    under = [ctx_label(c) for c in ctxs
+             if isinstance(one.get((c, "cluster"), {}).get("median_us"), (int, float))
+             and one[(c, "cluster")]["median_us"] < target_us and one[(c, "cluster")].get("check") == "ok"]
+    out = [f"{h} CUDA C++ probe: the 1-row select outside Triton (not the package)\n", provenance(meta, rows, path),
+           "`scripts/cuda/topk_row_cta.cu` (one CTA per row) and `scripts/cuda/cluster_floor.cu` (one row per cluster "
+           "of 8 CTAs exchanging through distributed shared memory; common rows only, the rest refused with -2 and "
+           "not timed), beside the Triton default on the same inputs in the same process, graph-timed, each checked "
+           f"against the reference first: {checked} checks ok, {refused} refused, "
+           + (f"**{len(bad)} failing**" if bad else "0 failing") + ". 1 row, k = 64, normal:\n",
+           table(["context"] + [lab for _, lab in PROBE_ARMS] + ["cluster M"], body),
+           f"\nUnder the {fmt(target_us)} µs 1-row target with the cluster kernel: "
+           + (", ".join(under) if under else "none") + ". `cluster M` is how many candidates its threshold let "
+           "through (64 are needed); `notes/select_kernel.md` has the step costs. The package's kernels are "
+           "`triton.language`, which has no explicit cluster exchange.\n"]
     return "\n".join(out)
 
 
@@ -636,6 +676,11 @@ def build(data_dir: Path, *, itl_ms: float = 14.6, layers: int = 1, level: int =
                           lat_path, hh, f640)
     if lat:
         parts.append("\n" + lat)
+    probe_path = data_dir / "cuda_probe" / "cuda_probe.csv"
+    probe = cuda_probe_section(_data.load_rows(probe_path), _data.load_meta(probe_path.with_suffix(".meta.json")),
+                               probe_path, hh)
+    if probe:
+        parts.append("\n" + probe)
     seed = seed_section(Path(seed_root) if seed_root else _data.data_root(), hh)
     if seed:
         parts.append("\n" + seed)

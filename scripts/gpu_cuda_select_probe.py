@@ -265,18 +265,19 @@ def main():
                 continue
             fns[name] = lambda writer=writer, out=out: writer(out)
         res = {}
-        for name, fn in fns.items():
+        for name in ["torch", *arms]:  # every arm gets a row: refused and failing ones with their check, untimed
+            fn = fns.get(name)
             nt, e, _ = arms.get(name, (None, None, None))
             row = {"context": ctx, "concurrency": conc, "next_n": nn, "rows": p.rows, "k": k, "dist": dist,
                    "arm": name, "threads": nt or "", "per_thread": e or "", "check": checks.get(name, ""),
                    "ctas_per_row": CLUSTER_G if name == "cluster" else (1 if nt else "")}
             if name == "t_compact":  # the largest candidate count any row compacted (ranked when <= 512)
                 row["compacted_max"] = int(outs[name][:, 0].max())
-            if name == "cluster":  # the same for the cluster kernel (stop_after 4 writes its M)
+            if name == "cluster" and fn is not None:  # the same for the cluster kernel (stop_after 4 writes its M)
                 mo = torch.zeros((p.rows, k), dtype=torch.int32, device="cuda")
                 build(nt, e, CLUSTER_G)(sc, k, L, mo, 4, max_len)
                 row["compacted_max"] = int(mo[:, 0].max())
-            if not a.check_only:
+            if fn is not None and not a.check_only:
                 tm = bench.time_cuda_graph(fn, rep_ms=10.0, max_replays=60)
                 res[name] = tm.median_us
                 row.update(median_us=round(tm.median_us, 3), p10_us=round(tm.p10_us, 3), p90_us=round(tm.p90_us, 3))

@@ -153,3 +153,29 @@ def test_dist_ratio_compares_one_commits_rows_only():
     rows[2]["commit"] = "new"  # the same rows all of one commit: the ramp row counts
     worst, where, n = report.dist_ratio(report.index(rows), "select", 64)
     assert worst == pytest.approx(1.8) and "another commit" not in where
+
+
+def _probe_rows():
+    rows = []
+    for ctx, triton_us, cluster_us, chk in ((16384, 5.0, 4.4, "ok"), (262144, 10.5, None, "refused")):
+        rows.append({"context": ctx, "rows": 1, "dist": "normal", "arm": "triton", "median_us": triton_us,
+                     "check": "ok"})
+        rows.append({"context": ctx, "rows": 1, "dist": "normal", "arm": "cluster", "median_us": cluster_us,
+                     "check": chk, "compacted_max": 200 if chk == "ok" else None})
+    return rows
+
+
+def test_cuda_probe_section_counts_and_target():
+    text = report.cuda_probe_section(_probe_rows(), {"gpu_name": "G"}, "p.csv", "###")
+    assert "3 checks ok, 1 refused, 0 failing" in text
+    assert "| 256K | 10.50 | — | — | refused | — |" in text
+    assert "cluster kernel: 16K. " in text  # 4.4 < 5; the refused 256K row does not count
+
+
+def test_cuda_probe_section_flags_failures_and_misses():
+    rows = _probe_rows()
+    rows[1].update(check="mismatch 1/1: row 0", median_us=None)
+    text = report.cuda_probe_section(rows, {}, "p.csv", "###")
+    assert "**1 failing**" in text
+    assert "cluster kernel: none. " in text
+    assert report.cuda_probe_section([], {}, "p.csv", "###") == ""
