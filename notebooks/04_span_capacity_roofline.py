@@ -428,6 +428,21 @@ f640 = report.index(sweep[0]).get(("triton", "select", 262144, 128, 5, 64, "norm
 print(report.latency_section(lat[0], lat[1] or {}, lat[2], "###", f640) if lat[0] else "NO RECORD")
 
 # %% [markdown]
+# ### Past the floor: the CUDA C++ probe (outside the package)
+#
+# Is the 1-row limit Triton's or the GPU's? `scripts/gpu_cuda_select_probe.py` answers it by measurement with two
+# selects written in CUDA C++ (`scripts/cuda/`), checked against the reference before they are timed beside the
+# Triton default. The first is one CTA per row. It is slower than Triton at 16K and 256K, because one SM has to
+# issue the work for all 32768 scores. The second spreads one row over a cluster of 8 CTAs that exchange warp
+# maxima and candidates through distributed shared memory. It handles only the common rows and refuses the rest
+# visibly. Neither kernel is part of the package: `triton.language` has no explicit cluster exchange. The per-step
+# costs and the kernels' history are in `notes/select_kernel.md`.
+
+# %%
+probe = viz.load_records("cuda_probe/cuda_probe")
+print(report.cuda_probe_section(probe[0], probe[1] or {}, probe[2], "###") if probe[0] else "NO RECORD")
+
+# %% [markdown]
 # ## The roofline, with measured ceilings
 #
 # Every sweep point placed against `floor = max(launch time in a graph, bytes / streaming bandwidth)`, both
