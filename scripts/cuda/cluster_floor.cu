@@ -50,15 +50,6 @@ __device__ __forceinline__ uint32_t u_at(const uint32_t (&u)[E], int j) {
     return v;
 }
 
-__device__ __forceinline__ uint64_t warp_max_u64(uint64_t v) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        const uint64_t w = __shfl_xor_sync(0xFFFFFFFFu, v, o);
-        v = w > v ? w : v;
-    }
-    return v;
-}
-
 extern "C" __global__ void __cluster_dims__(G, 1, 1) __launch_bounds__(NT, 1)
 cluster_floor(const float* __restrict__ scores, long long stride, const int* __restrict__ lengths, int width, int k,
               int* __restrict__ out, int stop_after) {
@@ -85,19 +76,10 @@ cluster_floor(const float* __restrict__ scores, long long stride, const int* __r
 
     // 1. load, count, best key; warp best and count to every CTA
     uint32_t u[E];
-#pragma unroll
-    for (int j = 0; j < E; ++j) u[j] = j < nj ? __float_as_uint(__ldg(xp + j * NT)) : 0xFF800000u;
-    uint32_t mu = NEG_INF_U;
-    int mj = 0, c = 0;
-#pragma unroll
-    for (int j = 0; j < E; ++j) {
-        u[j] = ordered_u(__uint_as_float(u[j]));
-        c += u[j] > NEG_INF_U;
-        mj = u[j] > mu ? j : mj;
-        mu = u[j] > mu ? u[j] : mu;
-    }
+    int c = 0;
+    const uint64_t m = load_slice<E, NT>(u, xp, nj, base + t, &c);
     STAMP(1);
-    const uint64_t wm = warp_max_u64(mu > NEG_INF_U ? make_key(mu, base + mj * NT + t) : 0ull);
+    const uint64_t wm = warp_max_u64(m);
     const int wc = __reduce_add_sync(0xFFFFFFFFu, c);
     STAMP(2);
     cl.barrier_wait(std::move(started));

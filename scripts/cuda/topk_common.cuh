@@ -39,6 +39,36 @@ __device__ __forceinline__ uint64_t make_key(uint32_t u, uint32_t col) {
 
 __device__ __forceinline__ int key_column(uint64_t key) { return (int)(0xFFFFFFFFu - (uint32_t)key); }
 
+__device__ __forceinline__ uint64_t warp_max_u64(uint64_t v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const uint64_t w = __shfl_xor_sync(0xFFFFFFFFu, v, o);
+        v = w > v ? w : v;
+    }
+    return v;
+}
+
+// A thread's share of a row: its NCOL columns xp[j * STEP] for j < nj (the rest read as -inf, not candidates), kept as
+// ordered values in u (all NCOL loads issued before any use); returns the thread's best key (0 when it has no
+// candidate; column col0 + j * STEP for slot j) and adds its candidates to *count.  A strict > keeps the first
+// column of equal values, which is the larger key.
+template <int NCOL, int STEP>
+__device__ __forceinline__ uint64_t load_slice(uint32_t (&u)[NCOL], const float* xp, int nj, int col0, int* count) {
+#pragma unroll
+    for (int j = 0; j < NCOL; ++j) u[j] = j < nj ? __float_as_uint(__ldg(xp + j * STEP)) : 0xFF800000u;  // -inf
+    uint32_t mu = NEG_INF_U;
+    int mj = 0, c = 0;
+#pragma unroll
+    for (int j = 0; j < NCOL; ++j) {
+        u[j] = ordered_u(__uint_as_float(u[j]));
+        c += u[j] > NEG_INF_U;
+        mj = u[j] > mu ? j : mj;
+        mu = u[j] > mu ? u[j] : mu;
+    }
+    *count += c;
+    return mu > NEG_INF_U ? make_key(mu, col0 + mj * STEP) : 0ull;
+}
+
 // Called by every thread of the CTA (uniformly: it shuffles).  s[0..M) holds M unique keys, among them the row's kk
 // best.  Each key s[c], lo <= c < hi, gets its rank, the number of keys above it, counted over the M keys by SPLIT
 // threads (adjacent lanes, M / SPLIT broadcast reads of shared memory each, then a shuffle sum; no sort, no

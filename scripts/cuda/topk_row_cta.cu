@@ -38,15 +38,6 @@
 // candidate slots in shared memory: the exact-threshold path needs at most KMAX * E, and NT to sort the maxima
 #define CAP ((KMAX * E) > NT ? (KMAX * E) : NT)
 
-__device__ __forceinline__ uint64_t warp_max_u64(uint64_t v) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        uint64_t w = __shfl_xor_sync(0xFFFFFFFFu, v, o);
-        v = w > v ? w : v;
-    }
-    return v;
-}
-
 __device__ __forceinline__ int block_sum(int v, int* red) {  // every thread gets the sum; red: 32 ints
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
@@ -117,18 +108,8 @@ topk_row_cta(const float* __restrict__ scores, long long stride, const int* __re
     const float* xp = x + t;
     const int nj = len > t ? (len - t + NT - 1) / NT : 0;  // this thread's columns j * NT + t < len: j < nj
     uint32_t u[E];
-#pragma unroll
-    for (int j = 0; j < E; ++j) u[j] = j < nj ? __float_as_uint(__ldg(xp + j * NT)) : 0xFF800000u;  // -inf: none
-    uint32_t mu = NEG_INF_U;  // the thread's best ordered value; strict > keeps its first column (the larger key)
-    int mj = 0, c = 0;
-#pragma unroll
-    for (int j = 0; j < E; ++j) {
-        u[j] = ordered_u(__uint_as_float(u[j]));
-        c += u[j] > NEG_INF_U;
-        mj = u[j] > mu ? j : mj;
-        mu = u[j] > mu ? u[j] : mu;
-    }
-    const uint64_t m = mu > NEG_INF_U ? make_key(mu, mj * NT + t) : 0ull;
+    int c = 0;
+    const uint64_t m = load_slice<E, NT>(u, xp, nj, t, &c);
     STAMP(1);
     const int C = block_sum(c, red);
     STAMP(2);
