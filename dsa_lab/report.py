@@ -555,9 +555,11 @@ def cuda_probe_section(rows, meta, path, h: str, target_us: float = 5.0) -> str:
     its 1-row ``normal`` points per context against the 1-row target, and every check it recorded."""
     if not rows:
         return ""
-    ok_checks = ("ok", "timing only", "refused")
-    bad = [r for r in rows if r.get("check") and r["check"] not in ok_checks]
-    refused = sum(r.get("check") == "refused" for r in rows)
+    def is_refused(r):  # "refused" or "refused n/rows": every differing row declined with -2
+        return str(r.get("check") or "").startswith("refused")
+
+    bad = [r for r in rows if r.get("check") and r["check"] not in ("ok", "timing only") and not is_refused(r)]
+    refused = sum(is_refused(r) for r in rows)
     checked = sum(r.get("check") == "ok" for r in rows)
     one = {(r["context"], r["arm"]): r for r in rows if r.get("rows") == 1 and r.get("dist") == "normal"}
     ctxs = sorted({c for c, _ in one})
@@ -566,7 +568,7 @@ def cuda_probe_section(rows, meta, path, h: str, target_us: float = 5.0) -> str:
         r = one.get((c, arm))
         if r is None:
             return "—"
-        return "refused" if r.get("check") == "refused" else fmt(r.get("median_us"))
+        return "refused" if is_refused(r) else fmt(r.get("median_us"))
 
     body = [[ctx_label(c)] + [t(c, a) for a, _ in PROBE_ARMS] + [fmt(one.get((c, "cluster"), {}).get("compacted_max"))]
             for c in ctxs]

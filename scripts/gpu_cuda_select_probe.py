@@ -75,6 +75,16 @@ def cluster_per_thread(width: int, threads: int = 256, g: int = CLUSTER_G) -> in
     return e
 
 
+def check_status(nbad: int, refused: int, rows: int, msg: str = "") -> str:
+    """An arm's check: ``ok``; ``refused r/rows`` when every differing row is one the cluster kernel declined (all
+    slots -2: outside its common case; not timed, not a failure); else ``mismatch`` with the first difference."""
+    if not nbad:
+        return "ok"
+    if refused == nbad:
+        return f"refused {refused}/{rows}"
+    return f"mismatch {nbad}/{rows}: {msg[:120]}"
+
+
 def check_args(scores, k, lengths, out, threads, per_thread, max_len=None):
     """The launcher's input contract (raises ``ValueError`` / ``TypeError`` naming the argument).  ``max_len``: a
     host-known bound on ``lengths`` (default: the width), which must fit the build's ``threads * per_thread``."""
@@ -214,9 +224,7 @@ def main():
             if timing_only:
                 return "timing only", out
             nbad, msg = compare(out, ref)
-            if nbad and bool((out == -2).all(dim=1).any()):
-                return "refused", out  # the cluster kernel's rows outside its common case: not timed, not a failure
-            return ("ok" if not nbad else f"mismatch {nbad}/{rows}: {msg[:120]}"), out
+            return check_status(nbad, int((out == -2).all(dim=1).sum()), rows, msg), out
         except Exception as ex:  # recorded, not fatal
             return f"error {type(ex).__name__}: {str(ex)[:160]}", out
 
@@ -256,7 +264,7 @@ def main():
                 writer = lambda o, b=build(nt, e), stop=stop: b(sc, k, L, o, stop, max_len)  # noqa: E731
             checks[name], out = check(writer, p.rows, ref, timing_only=bool(stop))
             outs[name] = out
-            if checks[name] == "refused":
+            if checks[name].startswith("refused"):
                 print(f"  {ctx} rows {p.rows} {dist} {name}: refused (outside its common case)", flush=True)
                 continue
             if checks[name] not in ("ok", "timing only"):

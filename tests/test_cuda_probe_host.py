@@ -77,3 +77,10 @@ def test_cluster_per_thread(probe, width, want):
 def test_cluster_per_thread_limit(probe):
     with pytest.raises(ValueError, match="width"):
         probe.cluster_per_thread(8 * 256 * 64 + 1)
+
+
+def test_check_status(probe):
+    assert probe.check_status(0, 0, 4) == "ok"
+    assert probe.check_status(2, 2, 4) == "refused 2/4"
+    # a refused row beside a wrong one is a mismatch, not a refusal
+    assert probe.check_status(2, 1, 4, "row 3: slot 0").startswith("mismatch 2/4: row 3")

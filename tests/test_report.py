@@ -157,7 +157,7 @@ def test_dist_ratio_compares_one_commits_rows_only():
 
 def _probe_rows():
     rows = []
-    for ctx, triton_us, cluster_us, chk in ((16384, 5.0, 4.4, "ok"), (262144, 10.5, None, "refused")):
+    for ctx, triton_us, cluster_us, chk in ((16384, 5.0, 4.4, "ok"), (262144, 10.5, None, "refused 1/1")):
         rows.append({"context": ctx, "rows": 1, "dist": "normal", "arm": "triton", "median_us": triton_us,
                      "check": "ok"})
         rows.append({"context": ctx, "rows": 1, "dist": "normal", "arm": "cluster", "median_us": cluster_us,
