@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
 import torch  # noqa: E402
 
-from gpu_cuda_select_probe import CudaSelect, _Driver  # noqa: E402
+from gpu_cuda_select_probe import CudaSelect, _Driver, check_status  # noqa: E402
 
 CLUSTER_ARMS = {"launch": 1, "load+reduce": 2, "+exchange 1": 3, "whole": 0}
 CLUSTER_STEPS = ["load+convert", "warp reduce", "start barrier", "exchange 1", "threshold", "compact + DSMEM keys",
@@ -56,9 +56,7 @@ def cluster_section(drv, log, out_dir, bench, topk_select, MML, Point, select_st
             kern(sc, k, L, out, 0, ml)
             torch.cuda.synchronize()
             nbad, msg = compare(out, ref)
-            refused = int((out == -2).all(dim=1).sum())
-            chk = "ok" if not nbad else (f"refused {refused}/{p.rows}" if refused == nbad else
-                                         f"mismatch {nbad}/{p.rows}: {msg[:100]}")
+            chk = check_status(nbad, int((out == -2).all(dim=1).sum()), p.rows, msg)
             mo = torch.zeros((p.rows, k), dtype=torch.int32, device="cuda")
             kern(sc, k, L, mo, 4, ml)  # the candidate count M of each accepted row
             m_max = int(mo[:, 0].max())
