@@ -3,8 +3,9 @@
 //
 // Question: the one-CTA kernel (topk_row_cta.cu) is bound by one SM's issue rate over a 256K row's 32768 scores.
 // Spreading a row over a cluster of G CTAs divides that work; a select then needs two cluster-wide exchanges through
-// distributed shared memory (DSMEM) and a final ranking in one CTA.  Steps, CTA g of the row's cluster holding
-// columns g * NT * E + j * NT + t (thread t, E per thread, in registers):
+// distributed shared memory (DSMEM) and a final ranking, here shared by the CTAs.  (The file's name is its first
+// version's, a timing-only skeleton; the data in data/h200/cuda_probe/ refer to it.)  Steps, CTA g of the row's
+// cluster holding columns g * NT * E + j * NT + t (thread t, E per thread, in registers):
 //   0. arrive at a cluster barrier (every CTA must be running before DSMEM writes reach it), wait for it after the
 //      loads of 1;
 //   1. load, ordered values, count, the thread's best key m_t; per warp: the best m_t and the count.  Every warp
@@ -40,7 +41,7 @@ namespace cg = cooperative_groups;
 #define G 8             // CTAs per cluster (8 is the portable maximum)
 #endif
 #define W (NT / 32)     // warps per CTA
-#define SLOTS 128       // candidate slots per CTA in rank 0
+#define SLOTS 128       // candidate slots of each CTA's segment (every CTA holds all G segments)
 
 // u[j] for a j known only at run time, without indexing the register array (which would move it to local memory)
 __device__ __forceinline__ uint32_t u_at(const uint32_t (&u)[E], int j) {
@@ -97,7 +98,7 @@ cluster_floor(const float* __restrict__ scores, long long stride, const int* __r
     STAMP(4);
     if (stop_after == 3) return;
 
-    // 2. the threshold, every warp alike (G * W <= 64 entries: two per lane)
+    // 2. the threshold, every warp alike (G * W entries, a few per lane)
     uint64_t thr = ~0ull;
     int cc = 0, a = 0;
 #pragma unroll
@@ -122,8 +123,8 @@ cluster_floor(const float* __restrict__ scores, long long stride, const int* __r
     }
 
     STAMP(5);
-    // 3. compact locally, copy into this CTA's segment of every CTA
-    // count first (a bit per column), one atomic per warp, then every taken key straight into every CTA's segment
+    // 3. count first (a bit per column), one shared atomic per warp, then every taken key straight into this CTA's
+    //    segment of every CTA
     const uint32_t hi = (uint32_t)(thr >> 32), lo = (uint32_t)thr;
     uint64_t mask = 0;
     int mine = 0;
