@@ -22,6 +22,8 @@ Arms (select stage, k = 64, the sweep's inputs ``dsa_lab.sweep.select_stage_inpu
 * ``cluster``: ``scripts/cuda/cluster_floor.cu``, one row per cluster of 8 CTAs x 256 threads (rows of 2048 scores
   or more, 16K context up).  It handles the common case only and refuses the rest visibly (every slot -2): such
   rows are recorded as ``refused`` and not timed; on every other row it is checked like the others.
+* ``cluster_q``: the same with ``-DCTA_Q=1``, a tighter threshold from each CTA's q-th best thread value
+  (``scripts/cuda/cluster_threshold_model.py`` models both rules on the CPU).
 
 Every id-writing arm is first checked against the exact reference (poisoned output, every slot) on every input,
 including an adversarial row built to overflow the compaction and take the exact-threshold path; a mismatch is
@@ -62,7 +64,8 @@ def variant_for(width: int, threads: int = 1024, per_thread: int | None = None) 
     return threads, e
 
 
-CLUSTER_G = 8  # CTAs per row in the cluster arm (the portable maximum)
+CLUSTER_G = 8  # CTAs per row in the cluster arms (the portable maximum)
+CLUSTER_DEFINES = {"cluster": (), "cluster_q": ("CTA_Q=1",)}  # cluster_q: prepared, first run pending
 
 
 def cluster_per_thread(width: int, threads: int = 256, g: int = CLUSTER_G) -> int:
@@ -197,10 +200,10 @@ def main():
     drv, log = _Driver(), []
     builds = {}
 
-    def build(nt, e, g=1):
-        if (nt, e, g) not in builds:
-            builds[(nt, e, g)] = CudaSelect(drv, nt, e, build_dir, log, cluster=g)
-        return builds[(nt, e, g)]
+    def build(nt, e, g=1, defines=()):
+        if (nt, e, g, defines) not in builds:
+            builds[(nt, e, g, defines)] = CudaSelect(drv, nt, e, build_dir, log, defines=defines, cluster=g)
+        return builds[(nt, e, g, defines)]
 
     k = 64
     pts = [(ctx, 1, 1, "normal") for ctx in (4096, 16384, 65536, 262144)]
@@ -254,12 +257,14 @@ def main():
                 "t_load": (1024, 32, 1), "t_compact": (1024, 32, 2)}
         if max_len >= 2048:  # 8 CTAs x 256 threads: 64 warps, each with live columns (the common case needs k <= 64)
             arms["cluster"] = (256, cluster_per_thread(max_len), 0)
+            arms["cluster_q"] = (256, cluster_per_thread(max_len), 0)  # + the per-CTA threshold (-DCTA_Q=1)
         fns, checks, outs = {"torch": lambda: torch_topk_store(sc, k)}, {}, {}
         for name, (nt, e, stop) in arms.items():
             if nt is None:
                 writer = lambda o: topk_select(sc, k, lengths=L, impl="triton", out=o)  # noqa: E731
-            elif name == "cluster":
-                writer = lambda o, b=build(nt, e, CLUSTER_G): b(sc, k, L, o, 0, max_len)  # noqa: E731
+            elif name.startswith("cluster"):
+                b = build(nt, e, CLUSTER_G, CLUSTER_DEFINES[name])
+                writer = lambda o, b=b: b(sc, k, L, o, 0, max_len)  # noqa: E731
             else:
                 writer = lambda o, b=build(nt, e), stop=stop: b(sc, k, L, o, stop, max_len)  # noqa: E731
             checks[name], out = check(writer, p.rows, ref, timing_only=bool(stop))
@@ -278,12 +283,12 @@ def main():
             nt, e, _ = arms.get(name, (None, None, None))
             row = {"context": ctx, "concurrency": conc, "next_n": nn, "rows": p.rows, "k": k, "dist": dist,
                    "arm": name, "threads": nt or "", "per_thread": e or "", "check": checks.get(name, ""),
-                   "ctas_per_row": CLUSTER_G if name == "cluster" else (1 if nt else "")}
+                   "ctas_per_row": CLUSTER_G if name.startswith("cluster") else (1 if nt else "")}
             if name == "t_compact":  # the largest candidate count any row compacted (ranked when <= 512)
                 row["compacted_max"] = int(outs[name][:, 0].max())
-            if name == "cluster" and fn is not None:  # the same for the cluster kernel (stop_after 4 writes its M)
+            if name.startswith("cluster") and fn is not None:  # the cluster kernels' M (stop_after 4 writes it)
                 mo = torch.zeros((p.rows, k), dtype=torch.int32, device="cuda")
-                build(nt, e, CLUSTER_G)(sc, k, L, mo, 4, max_len)
+                build(nt, e, CLUSTER_G, CLUSTER_DEFINES[name])(sc, k, L, mo, 4, max_len)
                 row["compacted_max"] = int(mo[:, 0].max())
             if fn is not None and not a.check_only:
                 tm = bench.time_cuda_graph(fn, rep_ms=10.0, max_replays=60)

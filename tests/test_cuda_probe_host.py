@@ -84,3 +84,21 @@ def test_check_status(probe):
     assert probe.check_status(2, 2, 4) == "refused 2/4"
     # a refused row beside a wrong one is a mismatch, not a refusal
     assert probe.check_status(2, 1, 4, "row 3: slot 0").startswith("mismatch 2/4: row 3")
+
+
+def test_cluster_threshold_model():
+    # the rules of scripts/cuda/cluster_floor.cu on the CPU: every accepted row's kk best keys reach its threshold,
+    # the per-CTA rule (CTA_Q) lets fewer keys through on normal rows, and rows outside the common case are refused
+    spec = importlib.util.spec_from_file_location("cluster_threshold_model",
+                                                  os.path.join(ROOT, "scripts", "cuda", "cluster_threshold_model.py"))
+    model = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(model)
+    plain, tight = model.run(6, 1, cta_q=False), model.run(6, 1, cta_q=True)
+    for res in (plain, tight):
+        assert all(r["wrong"] == 0 for r in res.values())
+        assert res["equal"]["refused"] == 6 and res["short"]["refused"] == 6
+    assert tight["normal"]["median_M"] < plain["normal"]["median_M"]
+    assert tight["normal"]["median_M"] >= 64  # at least kk keys, always
+    # "spread" puts q of the k best in each CTA, one per thread: the per-CTA rule is exactly tight there (k best +
+    # the row's pinned +inf), so taking the (q-1)-th instead of the q-th value would lose keys and fail the check
+    assert tight["spread"]["median_M"] <= 65

@@ -10,9 +10,15 @@
 //      loads of 1;
 //   1. load, ordered values, count, the thread's best key m_t; per warp: the best m_t and the count.  Every warp
 //      writes both into every CTA of the cluster (DSMEM); cluster barrier.
+//   1b. (-DCTA_Q=1, prepared: not yet run on the GPU) each CTA also finds its q-th best thread value, q =
+//      ceil(k / G) (32-bit ordered values, counted with multiplicity: per warp with redux / ballot rounds, then warp 0
+//      over the warps' lists) and writes it into every CTA with the rest.
 //   2. every CTA alike: C = the row's candidates, kk = min(k, C), A = the cluster's warps holding a candidate.  The
 //      common case, kk <= A: T0 = the smallest of those warps' best keys; A >= kk threads hold a key >= T0, so the kk
-//      best keys are all >= T0 (the one-CTA kernel's rule with q = 1).
+//      best keys are all >= T0 (the one-CTA kernel's rule with q = 1).  With 1b, when every CTA has q candidate
+//      threads: T1 = (the smallest CTA's q-th value) << 32; G * q >= kk threads hold a key >= T1, so T1 is valid too,
+//      and the larger of the valid ones is taken.  A numpy model of the 1 x 256K rows (8 x 256 x 16) puts the
+//      keys >= T0 at a median of 290 (p90 404) and those >= T1 at 102 (p90 124); the probe's rows had 231-435.
 //   3. compact the keys >= T0 straight into this CTA's segment of every CTA (DSMEM, at most SLOTS; slots from a
 //      per-thread count, a warp scan and one shared atomic per warp); cluster barrier.
 //   4. every CTA: gather the segments (the same M keys everywhere) and rank its share of them, about M / G, against
@@ -42,6 +48,11 @@ namespace cg = cooperative_groups;
 #endif
 #define W (NT / 32)     // warps per CTA
 #define SLOTS 128       // candidate slots of each CTA's segment (every CTA holds all G segments)
+#ifndef CTA_Q
+#define CTA_Q 0         // -DCTA_Q=1: also the tighter per-CTA threshold (step 1b below)
+#endif
+#define QMAX ((64 + G - 1) / G)     // the largest per-CTA q: k <= 64 (the probe's KMAX)
+#define NV ((W * QMAX + 31) / 32)   // values per lane when warp 0 merges the warps' lists
 
 // u[j] for a j known only at run time, without indexing the register array (which would move it to local memory)
 __device__ __forceinline__ uint32_t u_at(const uint32_t (&u)[E], int j) {
@@ -60,6 +71,10 @@ cluster_floor(const float* __restrict__ scores, long long stride, const int* __r
     __shared__ uint64_t s_flat[G * SLOTS]; // the segments gathered
     __shared__ int s_nc[G];                // each segment's length, -1 when it overflowed
     __shared__ int s_lc;
+#if CTA_Q
+    __shared__ uint32_t s_top[W * QMAX];  // each warp's best thread values, with multiplicity, descending (0: none)
+    __shared__ uint32_t s_cq[G];          // every CTA's q-th best thread value (0: fewer than q candidate threads)
+#endif
     if (stop_after == 1) return;
     STAMP_DECL;
     STAMP(0);
@@ -82,6 +97,48 @@ cluster_floor(const float* __restrict__ scores, long long stride, const int* __r
     STAMP(1);
     const uint64_t wm = warp_max_u64(m);
     const int wc = __reduce_add_sync(0xFFFFFFFFu, c);
+#if CTA_Q
+    // 1b. the CTA's q-th best thread value: each warp lists its best q (value, repeated per thread holding it) ...
+    const int q = (k + G - 1) / G;
+    {
+        uint32_t cur = (uint32_t)(m >> 32);  // 0: no candidate
+        int got = 0;
+        while (got < q) {  // warp-uniform
+            const uint32_t mx = __reduce_max_sync(0xFFFFFFFFu, cur);
+            if (mx == 0u) break;
+            const int n = __popc(__ballot_sync(0xFFFFFFFFu, cur == mx));
+            if (lane < n && got + lane < q) s_top[warp * QMAX + got + lane] = mx;
+            cur = cur == mx ? 0u : cur;
+            got += n;
+        }
+        for (int i = got + lane; i < q; i += 32) s_top[warp * QMAX + i] = 0u;
+    }
+    __syncthreads();
+    // ... and warp 0 takes the q-th largest of the lists (0 when the CTA has fewer than q candidate threads)
+    uint32_t cq = 0u;
+    if (warp == 0) {
+        uint32_t vals[NV];
+#pragma unroll
+        for (int r = 0; r < NV; ++r) {
+            const int i = lane * NV + r;
+            vals[r] = i < W * QMAX && i % QMAX < q ? s_top[i] : 0u;
+        }
+        int got = 0;
+        while (got < q) {
+            uint32_t lm = 0u;
+#pragma unroll
+            for (int r = 0; r < NV; ++r) lm = vals[r] > lm ? vals[r] : lm;
+            const uint32_t mx = __reduce_max_sync(0xFFFFFFFFu, lm);
+            if (mx == 0u) break;
+#pragma unroll
+            for (int r = 0; r < NV; ++r) {
+                got += __popc(__ballot_sync(0xFFFFFFFFu, vals[r] == mx));
+                vals[r] = vals[r] == mx ? 0u : vals[r];
+            }
+            cq = got >= q ? mx : 0u;
+        }
+    }
+#endif
     STAMP(2);
     cl.barrier_wait(std::move(started));
     STAMP(3);
@@ -93,6 +150,9 @@ cluster_floor(const float* __restrict__ scores, long long stride, const int* __r
         *cl.map_shared_rank(&s_wm[g * W + warp], lane) = wm;
         *cl.map_shared_rank(&s_wc[g * W + warp], lane) = wc;
     }
+#if CTA_Q
+    if (warp == 0 && lane < G) *cl.map_shared_rank(&s_cq[g], lane) = cq;
+#endif
     if (t == 0) s_lc = 0;
     cl.sync();
     STAMP(4);
@@ -116,6 +176,21 @@ cluster_floor(const float* __restrict__ scores, long long stride, const int* __r
         thr = v < thr ? v : thr;
     }
     const int kk = k < cc ? k : cc;
+#if CTA_Q
+    uint32_t tb = 0xFFFFFFFFu;
+    bool vb = true;
+#pragma unroll
+    for (int i = 0; i < G; ++i) {
+        vb &= s_cq[i] != 0u;
+        tb = s_cq[i] < tb ? s_cq[i] : tb;
+    }
+    // T1 = every key whose value is at least tb: G * q >= k >= kk threads reach it
+    const uint64_t thr_b = vb ? (uint64_t)tb << 32 : 0ull;
+    if (kk > 0 && (kk <= a || vb)) {
+        thr = kk <= a ? thr : 0ull;
+        thr = thr_b > thr ? thr_b : thr;
+    } else
+#endif
     if (kk == 0 || kk > a) {  // no candidate, or outside the common case (-2: refused, visibly)
         if (g == 0)
             for (int i = t; i < k; i += NT) o[i] = kk == 0 ? -1 : -2;
