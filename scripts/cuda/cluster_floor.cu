@@ -17,8 +17,9 @@
 //      common case, kk <= A: T0 = the smallest of those warps' best keys; A >= kk threads hold a key >= T0, so the kk
 //      best keys are all >= T0 (the one-CTA kernel's rule with q = 1).  With 1b, when every CTA has q candidate
 //      threads: T1 = (the smallest CTA's q-th value) << 32; G * q >= kk threads hold a key >= T1, so T1 is valid too,
-//      and the larger of the valid ones is taken.  A numpy model of the 1 x 256K rows (8 x 256 x 16) puts the
-//      keys >= T0 at a median of 290 (p90 404) and those >= T1 at 102 (p90 124); the probe's rows had 231-435.
+//      and the larger of the valid ones is taken.  scripts/cuda/cluster_threshold_model.py (numpy, 100 normal
+//      1 x 256K rows, 8 x 256 x 16) puts the keys >= T0 at a median of 296 (p90 400) and those >= T1 at 102 (p90
+//      126); the probe's rows on the GPU had 231-435 with T0 alone.
 //   3. compact the keys >= T0 straight into this CTA's segment of every CTA (DSMEM, at most SLOTS; slots from a
 //      per-thread count, a warp scan and one shared atomic per warp); cluster barrier.
 //   4. every CTA: gather the segments (the same M keys everywhere) and rank its share of them, about M / G, against
