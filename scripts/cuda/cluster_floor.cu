@@ -24,8 +24,10 @@
 //      per-thread count, a warp scan and one shared atomic per warp); cluster barrier.
 //   4. every CTA: gather the segments (the same M keys everywhere) and rank its share of them, about M / G, against
 //      all M by counting (topk_common.cuh); the key of rank r < kk writes o[r].  Rank 0 writes the -1 slots.
-// Outside the common case -- kk > A (short rows, -inf-heavy rows), or more than SLOTS keys >= T0 in one CTA (rows of
-// equal values, ramps, adversarial rows) -- rank 0 writes -2 in every slot, so the probe's check fails for that row
+// Outside the common case -- kk > A (candidates in fewer than kk warps: with k = 64 and 64 warps, a row shorter
+// than about 7/8 of the build's width, since each CTA's slice is contiguous), or
+// more than SLOTS keys >= T0 in one CTA (rows of equal values, ramps, adversarial rows) -- rank 0 writes -2 in
+// every slot, so the probe's check fails for that row
 // instead of passing a wrong answer.  The fallbacks a complete kernel needs there (a larger q, an exact threshold)
 // are not written.  stop_after (timing only): 1 returns at once (the launch), 2 after step 1's loads and warp
 // reductions, 3 after the first cluster barrier, 4 writes M (rank 0, o[0]) instead of ranking; 0 runs everything.
