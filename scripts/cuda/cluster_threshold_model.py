@@ -11,8 +11,14 @@ SLOTS keys in one CTA), and checks that every accepted row's kk best keys are al
 that ranking the compacted keys gives the exact answer.  It models the rules, not the CUDA code.
 """
 import argparse
+import os
+import sys
 
 import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from dsa_lab.keys import ordered_bits  # noqa: E402  (the contract's ordered(), DESIGN section 2)
 
 G, NT, E, SLOTS = 8, 256, 16, 128
 W = NT // 32
@@ -20,9 +26,7 @@ NEG_INF_U = 0x007FFFFF
 
 
 def ordered(x: np.ndarray) -> np.ndarray:
-    b = x.view(np.uint32).astype(np.uint64)
-    u = np.where(b >> 31, (~b) & 0xFFFFFFFF, b ^ 0x80000000)
-    return np.where(np.isnan(x), 0xFFFFFFFF, u).astype(np.uint64)
+    return ordered_bits(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))).numpy().astype(np.uint64)
 
 
 def model_row(x: np.ndarray, length: int, k: int, cta_q: bool):
