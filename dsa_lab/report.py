@@ -555,6 +555,7 @@ def cuda_probe_section(rows, meta, path, h: str, target_us: float = 5.0) -> str:
     its 1-row ``normal`` points per context against the 1-row target, and every check it recorded."""
     if not rows:
         return ""
+
     def is_refused(r):  # "refused" or "refused n/rows": every differing row declined with -2
         return str(r.get("check") or "").startswith("refused")
 
