@@ -26,9 +26,20 @@ import torch  # noqa: E402
 
 from gpu_cuda_select_probe import CudaSelect, _Driver, check_status  # noqa: E402
 
+STEPS = ["load+convert", "block_sum", "warp q-th", "threshold", "compact", "sort", "write"]
 CLUSTER_ARMS = {"launch": 1, "load+reduce": 2, "+exchange 1": 3, "whole": 0}
 CLUSTER_STEPS = ["load+convert", "warp reduce", "start barrier", "exchange 1", "threshold", "compact + DSMEM keys",
                  "counts out", "exchange 2", "gather", "rank"]
+
+
+def read_stamps(stamped, sc, k, L, ml, steps):
+    """A ``-DSTAMPS`` build's per-step (cycles, ns) lists: 20 launches (clocks, caches warm), the last one's stamps."""
+    so = torch.zeros((1, k), dtype=torch.int32, device="cuda")
+    for _ in range(20):
+        stamped(sc, k, L, so, 0, ml)
+    torch.cuda.synchronize()
+    v = so[0, :2 * len(steps)].tolist()
+    return v[0::2], v[1::2]
 
 
 def cluster_section(drv, log, out_dir, bench, topk_select, MML, Point, select_stage_inputs, compare):
@@ -71,22 +82,16 @@ def cluster_section(drv, log, out_dir, bench, topk_select, MML, Point, select_st
                             "m_max": m_max})
             if p.rows == 1:  # thread 0 of rank 0: clock64 / globaltimer per step (a -DSTAMPS build)
                 stamped = CudaSelect(drv, nt, e, out_dir, log, defines=("STAMPS",), cluster=g)
-                so = torch.zeros((1, k), dtype=torch.int32, device="cuda")
-                for _ in range(20):
-                    stamped(sc, k, L, so, 0, ml)
-                torch.cuda.synchronize()
-                v = so[0, :2 * len(CLUSTER_STEPS)].tolist()
-                for st, cy, ns in zip(CLUSTER_STEPS, v[0::2], v[1::2]):
+                cyc, nss = read_stamps(stamped, sc, k, L, ml, CLUSTER_STEPS)
+                for st, cy, ns in zip(CLUSTER_STEPS, cyc, nss):
                     w.writerow({"context": ctx, "rows": 1, "threads": nt, "per_thread": e, "cluster": g,
                                 "arm": f"step: {st}", "median_us": "", "cycles": cy, "ns": ns, "m_max": m_max})
-                print(f"   {nt}x{e}xG{g} steps: " + "  ".join(f"{st}={cy}c" for st, cy in zip(CLUSTER_STEPS, v[0::2])),
+                print(f"   {nt}x{e}xG{g} steps: " + "  ".join(f"{st}={cy}c" for st, cy in zip(CLUSTER_STEPS, cyc)),
                       flush=True)
             line.append(f"{nt}x{e}xG{g}[{chk[:12]} M{m_max}]: " + "/".join(f"{v:.2f}" for v in res))
         f.flush()
         print("  ".join(line) + "   (launch/load+reduce/+exchange 1/whole)", flush=True)
     f.close()
-
-STEPS = ["load+convert", "block_sum", "warp q-th", "threshold", "compact", "sort", "write"]
 
 
 def main():
@@ -122,14 +127,9 @@ def main():
         plain(sc, k, L, out, 0, ml)
         torch.cuda.synchronize()
         nbad, msg = compare(out, ref)
-        chk = "ok" if not nbad else f"mismatch: {msg[:100]}"
+        chk = check_status(nbad, 0, 1, msg)
         tm = bench.time_cuda_graph(lambda: plain(sc, k, L, out, 0, ml), rep_ms=10.0, max_replays=60)
-        so = torch.zeros((1, k), dtype=torch.int32, device="cuda")
-        for _ in range(20):  # warm (clocks, caches); the last launch's stamps are read
-            stamped(sc, k, L, so, 0, ml)
-        torch.cuda.synchronize()
-        v = so[0, :14].tolist()
-        cyc, ns = v[0::2], v[1::2]
+        cyc, ns = read_stamps(stamped, sc, k, L, ml, STEPS)
         print(f"{ctx:>6} nt{nt:<4} e{e:<2} graph={tm.median_us:6.2f} us  check={chk}  " +
               "  ".join(f"{s}={c}c/{n}ns" for s, c, n in zip(STEPS, cyc, ns)), flush=True)
         for s, c, n in zip(STEPS, cyc, ns):
