@@ -983,6 +983,12 @@ HIER_SHORT_CHAIN3: bool = True
 # one program per row only sets its bytes instead of zeroing n + 1 bytes before its chain.  Measured with the scores
 # grid above (tune_dev_R.csv): 1 x 4K 6.8 -> 5.9 µs, 32 x 4K 7.2 -> 6.4, 640 x 4K 44.7 -> 19.2.
 UNFUSED_FLAGS_IN_SCORES: bool = True
+# Fourteenth session: the unfused composition's scores launch also stores each row's stage-A keys (its super groups'
+# maxima, keyed by their first block, as ``a_first_col``) into the select's workspace while it streams the logits
+# (:func:`dsa_lab.scores_triton._stage_a_keys`), so the select kernel runs B-D only, one program per row
+# (``PHASE = 2``), and never streams the scores a second time.  Predicted: 640 x 256K full 258 -> ~230 µs (stage A
+# inside the select was ~33 µs there), 1 x 256K full 14.5 -> ~11; rows without stage A (4K-64K) unchanged.
+UNFUSED_STAGE_A_IN_SCORES: bool = False
 
 
 def _a_first_col_rule(P: int, fused: bool) -> bool:
@@ -1208,11 +1214,22 @@ def plan(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, block_s
     raise ValueError(f"algo must be 'hier', 'fold' or 'radix', got {algo!r}")
 
 
-def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs, config, flags=None):
+def _hier_wrow(cfg: dict, fused: bool) -> int:
+    """int64 workspace slots per row of a hier plan: super-group keys (``NSG``), chosen ids (``KP``), level-1 keys
+    (``KP * G2 * SC2``) and, fused, every level-1 group's key (``NSG * G2``)."""
+    return cfg["NSG"] + cfg["KP"] + cfg["KP"] * cfg["G2"] * cfg["SC2"] + (cfg["NSG"] * cfg["G2"] if fused else 0)
+
+
+def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs, config, flags=None, cfg=None,
+            ws=None):
     """``flags``: a ``uint8 [rows, n + 1]`` tensor the hier kernel zeroes and fills (the flags contract) where its
-    plan says ``kernel_flags``; otherwise, and for the other algorithms, the flags kernel fills it after."""
+    plan says ``kernel_flags``; otherwise, and for the other algorithms, the flags kernel fills it after.
+    ``cfg``: a plan already made from ``config``.  ``ws`` (unfused hier plans only): the row workspace, its
+    stage-A keys already stored by the scores launch (:func:`dsa_lab.scores_triton.block_scores_triton`'s
+    ``stage_a``), so one launch of one program per row runs the rest (``PHASE = 2``)."""
     facts = _impl.facts_for(src)
-    cfg = plan(rows, n, k, facts, fused=fused, block_size=bs, **(config or {}))
+    if cfg is None:
+        cfg = plan(rows, n, k, facts, fused=fused, block_size=bs, **(config or {}))
     dev = src.device
     if out is None:
         out = torch.empty((rows, k), dtype=torch.int32, device=dev)
@@ -1233,10 +1250,12 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
     stride = src.stride(0)
     P, KP = cfg["P"], cfg["KP"]
     if cfg["algo"] == "hier":
-        wrow = cfg["NSG"] + KP + KP * cfg["G2"] * cfg["SC2"] + (cfg["NSG"] * cfg["G2"] if fused else 0)
-        ws = torch.empty((rows * wrow,), dtype=torch.int64, device=dev)
+        wrow = _hier_wrow(cfg, fused)
+        stage_a_done = ws is not None
+        if not stage_a_done:
+            ws = torch.empty((rows * wrow,), dtype=torch.int64, device=dev)
         kflags = flags is not None and cfg["kernel_flags"]
-        two = cfg["two_phase"]
+        two = cfg["two_phase"] or stage_a_done
         cnt = _counters(dev, rows) if (P > 1 and not two) else dummy
         common = dict(RR=rr, KP=KP, G1=cfg["G1"], G2=cfg["G2"], NSG=cfg["NSG"], NT=cfg["NT"], SB=cfg["SB"],
                       KC=cfg["KC"], DT=cfg["DT"], MIN_SG=cfg["MIN_SG"], WROW=wrow,
@@ -1249,10 +1268,11 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
                       # (16-byte aligned tensor), 0 bytes
                       FZW=2 if cfg["flags_zeroed"] else int(cfg["flags_wide"] and kflags and flags.data_ptr() % 16 == 0))
         if two:  # stage A alone (no counter, no flags), then one program per row for everything else
-            _hier_kernel[(rows, P)](src, stride, lens, starts, out, ws, dummy, dummy, n, width, k, P,
-                                    MULTI=False, FLAGS=False, PHASE=1, num_warps=cfg["num_warps"], **common)
-            if cfg["phase_only"] == 1:  # dev timing of stage A alone: nothing else is written
-                return out
+            if not stage_a_done:
+                _hier_kernel[(rows, P)](src, stride, lens, starts, out, ws, dummy, dummy, n, width, k, P,
+                                        MULTI=False, FLAGS=False, PHASE=1, num_warps=cfg["num_warps"], **common)
+                if cfg["phase_only"] == 1:  # dev timing of stage A alone: nothing else is written
+                    return out
             _hier_kernel[(rows, 1)](src, stride, lens, starts, out, ws, dummy, flags if kflags else dummy,
                                     n, width, k, 1, MULTI=False, FLAGS=kflags, PHASE=2, num_warps=cfg["num_warps2"],
                                     **common)
@@ -1366,23 +1386,38 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
     smult = cfg.pop("scores_mult", None)  # unfused: ... or its rule's multiple of the SM count (dev A/B)
     stile = cfg.pop("scores_tile", None)  # unfused: the scores kernel's blocks per tile (dev A/B)
     swarps = cfg.pop("scores_warps", None)  # unfused: ... and its warps per program (dev A/B)
+    sa = cfg.pop("scores_a", None)  # unfused: the scores launch also stores stage A's keys (dev A/B)
     if fused:
         ids = _launch(logits, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
                       2, True, bs, cfg, flags)
         return (ids, flags) if with_flags else ids
     from .scores_triton import block_scores_triton
 
+    from .scores_triton import tile_blocks
+
     fz = UNFUSED_FLAGS_IN_SCORES if fz is None else bool(fz)
-    if fz and flags is not None:
-        p = plan(rows, nblocks, topk_blocks, _impl.facts_for(logits), fused=False, block_size=bs, **cfg)
-        fz = p["algo"] == "hier" and p["kernel_flags"]  # else the flags kernel zeroes and sets them after
-    else:
-        fz = False
+    p = plan(rows, nblocks, topk_blocks, _impl.facts_for(logits), fused=False, block_size=bs, **cfg)
+    hier = p["algo"] == "hier"
+    fz = fz and flags is not None and hier and p["kernel_flags"]  # else the flags kernel zeroes and sets them after
+    # stage A's keys by the scores launch: hier plans whose super groups tile the scores launch's tiles
+    if sa and (not hier or p["two_phase"]):
+        raise ValueError("scores_a needs the hier select in one launch (algo 'hier', two_phase off)")
+    bj = tile_blocks(nblocks, bs) if stile is None else int(stile)
+    S = p["G1"] * p["G2"] if hier else 0
+    if sa is None:
+        sa = UNFUSED_STAGE_A_IN_SCORES and hier and not p["two_phase"] and bj % S == 0
+    ws = stage_a = None
+    if sa:
+        if bj % S:
+            raise ValueError(f"scores_a: the super group ({S} blocks) must divide the scores tile ({bj} blocks)")
+        wrow = _hier_wrow(p, False)
+        ws = torch.empty((rows * wrow,), dtype=torch.int64, device=logits.device)
+        stage_a = (ws, wrow, S)
     sc = block_scores_triton(logits, row_ends, row_starts, bs, row_repeat, fill_dead=False,
                              whole_tiles=whole, programs=sprog, tile=stile, num_warps=swarps, mult=smult,
-                             zero_flags=flags if fz else None)  # read < extent only
+                             zero_flags=flags if fz else None, stage_a=stage_a)  # read < extent only
     if fz:
-        cfg["flags_zeroed"] = True
+        p["flags_zeroed"] = True
     ids = _launch(sc, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
-                  2, False, bs, cfg, flags)
+                  2, False, bs, cfg, flags, cfg=p, ws=ws)
     return (ids, flags) if with_flags else ids

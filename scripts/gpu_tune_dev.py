@@ -79,6 +79,9 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
   k = 48 at 640 x 64K.
 * ``AD`` after AC's re-record: the 256K full stage at 1-32 rows (which moved by +-15% between the records of
   d26f268 and 1d76555), ``l1_pairs`` on and off in one process; the select stage at 32 x 256K as a control.
+* ``AE`` (fourteenth session): the unfused full stage with the scores launch storing stage A's keys
+  (``scores_a``: the select runs B-D alone) against the default composition (stage A inside the select), k = 64
+  at 4K-256K, 1-640 rows, three distributions at 640 x 256K, k = 48 / 512 at 640 x 256K.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -450,6 +453,15 @@ def points(section):
         for conc, nn in ((1, 1), (8, 1), (16, 1), (32, 1), (8, 4)):
             pts.append(("full", 262144, conc, nn, 64, "normal", {"fold_unfused": None, "fold_unfused_no_pairs": off}))
         pts.append(("select", 262144, 32, 1, 64, "normal", {"default": None, "no_pairs": off}))
+    elif section == "AE":  # fourteenth session: stage A's keys stored by the scores launch (scores_a)
+        var = {"fold_unfused_nosa": {"scores_a": False}, "fold_unfused_sa": {"scores_a": True}}
+        for ctx in (262144, 65536, 16384, 4096):
+            for conc, nn in ((1, 1), (8, 1), (32, 1), (32, 5), (128, 5)):
+                pts.append(("full", ctx, conc, nn, 64, "normal", var))
+        for dist in ("equal", "nan1pct", "ramp"):
+            pts.append(("full", 262144, 128, 5, 64, dist, var))
+        for k in (48, 512):
+            pts.append(("full", 262144, 128, 5, k, "normal", var))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts

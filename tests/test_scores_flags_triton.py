@@ -232,3 +232,68 @@ def test_block_scores_tile_and_warps_same_bits(tile, q, nw, fresh_seed):
         block_scores_triton(x, e, None, bs, 1, padded=True, tile=tile)
     # the programs rule's multiple (``mult``, the dev key scores_mult): one program per row here, same bits
     assert same_bits(block_scores_triton(x, e, None, bs, 1, tile=tile, num_warps=nw, mult=1), want), f"seed={fresh_seed}"
+
+
+def _extent(end, start, width, bs, nblocks):
+    """A row's block extent (the select kernel's ``L``): live blocks, or up to the pinned newest one."""
+    ext = max(-(-(max(min(end, width) - start, 0)) // bs), (end - start - 1) // bs + 1 if end > start else 0)
+    return min(ext, nblocks)
+
+
+@pytest.mark.parametrize("sg,tile,q", [(64, None, None), (4, 16, 3), (8, 8, 1), (16, 64, 2)])
+def test_stage_a_keys_by_the_scores_launch(sg, tile, q, fresh_seed):
+    """``stage_a``: besides the same scores, the launch stores each row's stage-A keys into the select's workspace:
+    for every super group ``g`` of ``sg`` blocks holding a block below the row's extent, the largest ordered high
+    word of those blocks' scores and ``g``'s first block in the low word (the unfused hier kernel's ``a_first_col``
+    keys).  Every such slot is checked against a torch computation from the contract scores; every other slot of
+    the poisoned workspace must be left as it was.  NaN and -0.0 inside blocks, ends past the width (the pinned
+    newest block past it, inside a stored super group), non-zero starts, an empty row, row_repeat 2, one and several
+    programs per row."""
+    from dsa_lab.keys import ordered_hi
+
+    gen = torch.Generator().manual_seed(fresh_seed)
+    rows, width, bs, rr = 10, 5000, 8, 2
+    x = torch.randn(rows, width, generator=gen)
+    x[torch.rand(rows, width, generator=gen) < 0.02] = NAN
+    x[torch.rand(rows, width, generator=gen) < 0.05] = -0.0
+    # extents (blocks): 576 (a multiple of every super group, mid-tile at the default tile), 81, 0, 625 with the
+    # pinned newest block 626 past the width but inside the last stored super group (it must not count), 163
+    e = torch.tensor([4608, 777, 0, 5010, 5300])
+    s = torch.tensor([0, 130, 0, 0, 4000])
+    nb = -(-width // bs)
+    wrow = -(-nb // sg) + 5  # the select's workspace has more slots per row than super groups
+    poison = 0x5A5A5A5A5A5A5A5A
+    ws = torch.full((rows * wrow,), poison, dtype=torch.int64)
+    got = block_scores_triton(x, e, s, bs, rr, fill_dead=False, programs=q, tile=tile, stage_a=(ws, wrow, sg))
+    sc = block_scores_torch(x, e, s, bs, rr)
+    want = torch.full_like(ws, poison)
+    for r in range(rows):
+        L = _extent(int(e[r // rr]), int(s[r // rr]), width, bs, nb)
+        assert same_bits(got[r, :L], sc[r, :L]), f"row {r}: scores differ"
+        for g in range(-(-L // sg)):
+            hm = int(ordered_hi(sc[r, g * sg:min(g * sg + sg, L)]).max())
+            want[r * wrow + g] = (hm << 32) | (0xFFFFFFFF - g * sg)
+    bad = (ws != want).nonzero().flatten()
+    assert not len(bad), (f"sg={sg} tile={tile} seed={fresh_seed}: first bad slot {int(bad[0])} (row "
+                          f"{int(bad[0]) // wrow}): got {int(ws[bad[0]]):#x}, want {int(want[bad[0]]):#x}")
+
+
+def test_stage_a_bad_arguments():
+    """``stage_a`` errors name the argument: a super group not dividing the tile, a workspace of the wrong dtype or
+    too small, the padded kernel."""
+    x = torch.randn(2, 1000)
+    e = torch.tensor([1000, 500])
+    nb = 125
+    ok = torch.zeros(2 * 16, dtype=torch.int64)
+    with pytest.raises(ValueError, match="stage_a"):
+        block_scores_triton(x, e, None, 8, 1, tile=8, stage_a=(ok, 16, 16))  # 16 blocks do not divide 8
+    with pytest.raises(ValueError, match="stage_a"):
+        block_scores_triton(x, e, None, 8, 1, stage_a=(ok, 16, 12))  # not a power of two
+    with pytest.raises(ValueError, match="stage_a"):
+        block_scores_triton(x, e, None, 8, 1, stage_a=(ok.to(torch.int32), 16, 8))
+    with pytest.raises(ValueError, match="stage_a"):
+        block_scores_triton(x, e, None, 8, 1, stage_a=(ok[:20], 16, 8))  # fewer than rows * wrow slots
+    with pytest.raises(ValueError, match="stage_a"):
+        block_scores_triton(x, e, None, 8, 1, stage_a=(ok, -(-nb // 16) - 1, 16))  # wrow below the super groups
+    with pytest.raises(ValueError, match="stage_a"):
+        block_scores_triton(x, e, None, 8, 1, padded=True, stage_a=(ok, 16, 8))

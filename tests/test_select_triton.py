@@ -340,6 +340,13 @@ BLOCK_PATHS = [
     # ninth session's dev knobs: the scores launch's tile (8 blocks: several per row) and warps, striding programs
     ("scores_tile_warps", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "scores_tile": 8,
                            "scores_warps": 2, "scores_mult": 1}),
+    # fourteenth session (unfused; the fused kernel ignores the scores launch's knobs): the scores launch stores
+    # stage A's keys, the select runs B-D alone -- super groups of 4 in 128-block tiles, one super group per
+    # 16-block tile with two striding programs, and B-D with the register radix select
+    ("scores_a_chain_a", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "scores_a": True}),
+    ("scores_a_tiles", {"direct": 4, "group": 4, "programs": 3, "short_chain": False, "scores_a": True,
+                        "scores_tile": 16, "scores_programs": 2}),
+    ("scores_a_rsel", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "rsel": True, "scores_a": True}),
 ]
 
 
@@ -637,3 +644,41 @@ def test_candidate_blocks_flags_out_misaligned(fused, fresh_seed):
                                                  config=cfg, with_flags=True, flags_out=fl)
     assert_same_sets(ids, ref, f"fused={fused} seed={fresh_seed}")
     assert torch.equal(got, candidate_flags_torch(ref, width, None, bs, 1)) and int(buf[0]) == 0xAB
+
+
+@pytest.mark.parametrize("cfg", [{"algo": "radix", "scores_a": True}, {"two_phase": True, "scores_a": True},
+                                 {"group": 8, "scores_tile": 4, "scores_a": True}])
+def test_scores_a_needs_the_one_launch_hier_select(cfg):
+    """``scores_a`` (the scores launch stores stage A's keys) is a form of the unfused hier select in one launch:
+    asked for with the radix select, with ``two_phase``, or with super groups that do not divide the scores tile,
+    it is a ValueError naming it, never a silent fallback."""
+    x = torch.randn(2, 700)
+    with pytest.raises(ValueError, match="scores_a"):
+        st.select_candidate_blocks_triton(x, torch.tensor([700, 500]), 4, None, 8, 1, fused=False, config=cfg)
+
+
+def test_scores_a_default_rule(monkeypatch):
+    """With :data:`UNFUSED_STAGE_A_IN_SCORES` on, the unfused hier select takes the scores launch's stage-A keys
+    where its super groups divide the scores tile, and the default composition (stage A in the select) otherwise;
+    both give the reference ids."""
+    from dsa_lab import scores_triton
+
+    calls = []
+    real = scores_triton.block_scores_triton
+
+    def spy(*a, **kw):
+        calls.append(kw.get("stage_a") is not None)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(scores_triton, "block_scores_triton", spy)
+    monkeypatch.setattr(st, "UNFUSED_STAGE_A_IN_SCORES", True)
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(4, 2000, generator=gen)
+    ends, k = torch.tensor([2000, 900, 1, 1500]), 3
+    ref = topk_select_reference(block_scores_torch(x, ends, None, 8, 1), k)
+    for cfg, want in (({"direct": 4, "group": 2, "short_chain": False}, True),
+                      ({"direct": 4, "group": 8, "short_chain": False, "scores_tile": 32}, False)):
+        out = poisoned(4, k, "cpu")
+        st.select_candidate_blocks_triton(x, ends, k, None, 8, 1, out, fused=False, config=cfg)
+        assert_same_sets(out, ref, f"{cfg}")
+        assert calls[-1] is want, cfg
