@@ -82,6 +82,9 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
 * ``AE`` (fourteenth session): the unfused full stage with the scores launch storing stage A's keys
   (``scores_a``: the select runs B-D alone) against the default composition (stage A inside the select), k = 64
   at 4K-256K, 1-640 rows, three distributions at 640 x 256K, k = 48 / 512 at 640 x 256K.
+* ``AF`` after AE (``scores_a`` lost at 160-640 rows: the scores kernel's registers 72 -> 95 at 512-block tiles, sm_90
+  with triton 3.6, so fewer programs stream at once): the scores launch's tile of 256 blocks (48 registers with the
+  keys, 45 without) and 8 warps, with and without ``scores_a``, full stage k = 64 at 1-640 rows.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -462,6 +465,14 @@ def points(section):
             pts.append(("full", 262144, 128, 5, 64, dist, var))
         for k in (48, 512):
             pts.append(("full", 262144, 128, 5, k, "normal", var))
+    elif section == "AF":  # after AE: the scores_a launch's registers (tile 256, 8 warps)
+        var = {"fold_unfused_nosa": {"scores_a": False}, "fold_unfused_nosa_t256": {"scores_a": False, "scores_tile": 256},
+               "fold_unfused_sa": {"scores_a": True}, "fold_unfused_sa_t256": {"scores_a": True, "scores_tile": 256},
+               "fold_unfused_sa_w8": {"scores_a": True, "scores_warps": 8},
+               "fold_unfused_sa_t256w8": {"scores_a": True, "scores_tile": 256, "scores_warps": 8}}
+        for ctx, conc, nn in ((262144, 128, 5), (65536, 128, 5), (16384, 128, 5), (4096, 128, 5), (262144, 32, 5),
+                              (65536, 32, 5), (262144, 32, 1), (262144, 1, 1), (65536, 1, 1)):
+            pts.append(("full", ctx, conc, nn, 64, "normal", var))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts
