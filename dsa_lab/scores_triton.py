@@ -42,25 +42,27 @@ def tl_block_score(x, block_id, start, end, AXIS: tl.constexpr, BS: tl.constexpr
 
 
 @triton.jit
-def _stage_a_keys(s, j, n_ext, nblocks, sgrow, jb, BJ: tl.constexpr, SG: tl.constexpr):
+def _stage_a_keys(s, j, n_ext, nblocks, sgrow, sg_min, jb, BJ: tl.constexpr, SG: tl.constexpr):
     """The select's stage-A keys of the ``BJ // SG`` super groups (``SG`` blocks each, aligned) of one tile of block
     scores ``s`` (blocks ``j``), stored at ``sgrow + super group`` for the groups holding a block below the row's
     extent ``L = min(n_ext, nblocks)``: the largest ordered high word of their blocks below ``L`` and the group's
     *first* block in the low word -- the bits of the unfused hier kernel's stage A with ``a_first_col``
     (:func:`dsa_lab.select_triton._first_col_keys` over the scores this tile stores: the ordered word of a stored
-    score, NaN included, round-trips exactly)."""
+    score, NaN included, round-trips exactly).  Rows with ``L <= sg_min`` (the select takes a path without stage
+    A for them) get nothing: the reduction is skipped, a branch uniform over the program."""
     lim = tl.minimum(n_ext, nblocks)
-    h = tl.where(j.to(tl.int64) < lim, tl_ordered_hi(s), -2147483648)
-    hm = tl.max(tl.reshape(h, [BJ // SG, SG]), axis=1)
-    sg = jb * (BJ // SG) + tl.arange(0, BJ // SG)
-    key = (hm.to(tl.int64) << 32) | (0xFFFFFFFF - sg.to(tl.int64) * SG)
-    tl.store(sgrow + sg, key, mask=sg.to(tl.int64) * SG < lim)
+    if lim > sg_min:
+        h = tl.where(j.to(tl.int64) < lim, tl_ordered_hi(s), -2147483648)
+        hm = tl.max(tl.reshape(h, [BJ // SG, SG]), axis=1)
+        sg = jb * (BJ // SG) + tl.arange(0, BJ // SG)
+        key = (hm.to(tl.int64) << 32) | (0xFFFFFFFF - sg.to(tl.int64) * SG)
+        tl.store(sgrow + sg, key, mask=sg.to(tl.int64) * SG < lim)
 
 
 @triton.jit
 def _bounded_tile(x_ptr, row_off, orow, jb, start, end, lend, n_ext, nblocks,
                   BS: tl.constexpr, BSP: tl.constexpr, BJ: tl.constexpr, FILL_DEAD: tl.constexpr,
-                  WHOLE: tl.constexpr, sgrow, SG: tl.constexpr):
+                  WHOLE: tl.constexpr, sgrow, sg_min, SG: tl.constexpr):
     """Blocks ``[jb * BJ, jb * BJ + BJ)`` of one row (``orow``: the row's first output slot), bounded kernel: a
     tile whose blocks all lie past the row's extent (no live column, not the newest) loads and computes nothing;
     it writes ``-inf`` (``FILL_DEAD``) or nothing at all.  ``SG > 0``: a live tile also stores the select's
@@ -89,14 +91,14 @@ def _bounded_tile(x_ptr, row_off, orow, jb, start, end, lend, n_ext, nblocks,
         s = tl_block_score(x, j, start, end, 1, BS)
         tl.store(orow + j, s, mask=j < nblocks)
         if SG > 0:
-            _stage_a_keys(s, j, n_ext, nblocks, sgrow, jb, BJ, SG)
+            _stage_a_keys(s, j, n_ext, nblocks, sgrow, sg_min, jb, BJ, SG)
 
 
 # shape ints are not specialised (divisibility/==1 hints buy nothing here and would compile one
 # variant per k, width and split of a sweep or fuzz)
-@triton.jit(do_not_specialize=["width", "nblocks", "Q"])
+@triton.jit(do_not_specialize=["sg_min", "width", "nblocks", "Q"])
 def _block_scores_kernel(
-    x_ptr, x_stride, out_ptr, end_ptr, start_ptr, flags_ptr, sg_ptr, sg_stride, width, nblocks, Q,
+    x_ptr, x_stride, out_ptr, end_ptr, start_ptr, flags_ptr, sg_ptr, sg_stride, sg_min, width, nblocks, Q,
     RR: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, BJ: tl.constexpr,
     HAS_START: tl.constexpr, PADDED: tl.constexpr, FILL_DEAD: tl.constexpr, WHOLE: tl.constexpr,
     LOOP: tl.constexpr, ZF: tl.constexpr, SG: tl.constexpr,
@@ -140,10 +142,10 @@ def _block_scores_kernel(
                 ntiles = (n_ext + BJ - 1) // BJ
             for jt in range(jb, ntiles, Q):
                 _bounded_tile(x_ptr, row_off, orow, jt, start, end, lend, n_ext, nblocks, BS, BSP, BJ, FILL_DEAD,
-                              WHOLE, sgrow, SG)
+                              WHOLE, sgrow, sg_min, SG)
         else:
             _bounded_tile(x_ptr, row_off, orow, jb, start, end, lend, n_ext, nblocks, BS, BSP, BJ, FILL_DEAD, WHOLE,
-                          sgrow, SG)
+                          sgrow, sg_min, SG)
 
 
 def _np2(x: int) -> int:
@@ -205,10 +207,11 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
             (every byte; the unfused select composition's flags, set by the select kernel after it).
         tile, num_warps: blocks per tile (a power of two; default :func:`tile_blocks`) and warps per program
             (default 4) of the bounded kernel (dev A/B); the same values either way.
-        stage_a: bounded only: ``(ws, wrow, sg)``, the unfused select's workspace (contiguous int64, at least
-            ``rows * wrow`` slots), its slots per row and its super-group size in blocks (a power of two dividing
-            the tile): the launch also stores each row's stage-A keys at ``ws[row * wrow + g]`` for every super
-            group ``g`` holding a block below the row's extent (:func:`_stage_a_keys`); no other slot is written.
+        stage_a: bounded only: ``(ws, wrow, sg, sg_min)``, the unfused select's workspace (contiguous int64, at
+            least ``rows * wrow`` slots), its slots per row, its super-group size in blocks (a power of two
+            dividing the tile) and the longest row extent that needs no stage A (``>= 0``): the launch also stores
+            the stage-A keys of each row whose extent ``L`` exceeds ``sg_min`` at ``ws[row * wrow + g]`` for every
+            super group ``g`` holding a block below ``L`` (:func:`_stage_a_keys`); no other slot is written.
 
     Returns:
         float32 ``[rows, cdiv(width, block_size)]``, new; every slot written.
@@ -244,10 +247,12 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
                 or not zero_flags.is_contiguous():
             raise ValueError(f"zero_flags must be a contiguous uint8 [{rows}, {nblocks + 1}] tensor (bounded kernel)")
         zf = 2 if zero_flags.data_ptr() % 16 == 0 else 1
-    sgk, sg_ws, sg_stride = 0, out, 0
+    sgk, sg_ws, sg_stride, sg_min = 0, out, 0, 0
     if stage_a is not None:
-        sg_ws, sg_stride, sgk = stage_a
-        sg_stride, sgk = int(sg_stride), int(sgk)
+        sg_ws, sg_stride, sgk, sg_min = stage_a
+        sg_stride, sgk, sg_min = int(sg_stride), int(sgk), int(sg_min)
+        if sg_min < 0:
+            raise ValueError(f"stage_a's sg_min must be >= 0, got {sg_min}")
         if padded:
             raise ValueError("stage_a applies to the bounded kernel only (padded=False)")
         if sgk < 1 or sgk & (sgk - 1) or bj % sgk:
@@ -258,7 +263,7 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
                              f"wrow >= {-(-nblocks // sgk)}")
     _block_scores_kernel[(rows, q)](
         logits, logits.stride(0), out, row_ends, row_starts if row_starts is not None else row_ends,
-        zero_flags if zero_flags is not None else out, sg_ws, sg_stride, width, nblocks, q,
+        zero_flags if zero_flags is not None else out, sg_ws, sg_stride, sg_min, width, nblocks, q,
         RR=int(row_repeat), BS=bs, BSP=bsp, BJ=bj, HAS_START=row_starts is not None, PADDED=bool(padded),
         FILL_DEAD=bool(fill_dead) or bool(padded),
         WHOLE=bool(SCORES_WHOLE_TILES if whole_tiles is None else whole_tiles) and not padded,

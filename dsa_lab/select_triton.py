@@ -1220,6 +1220,24 @@ def _hier_wrow(cfg: dict, fused: bool) -> int:
     return cfg["NSG"] + cfg["KP"] + cfg["KP"] * cfg["G2"] * cfg["SC2"] + (cfg["NSG"] * cfg["G2"] if fused else 0)
 
 
+def _workspace(slots: int, device) -> torch.Tensor:
+    """The hier kernel's int64 row workspace (every slot it reads it writes first; tests poison it here)."""
+    return torch.empty((slots,), dtype=torch.int64, device=device)
+
+
+def main_chain_min(cfg: dict) -> int:
+    """The longest row extent ``L`` for which :func:`_hier_kernel` (a ``plan_hier`` plan) takes a path without
+    stage A: the direct top-k (``L <= DT``), the narrow, short and second short chains (at most KP super groups of
+    their width).  Rows with ``L`` above it stream stage A (the main chain)."""
+    KP, S = cfg["KP"], cfg["G1"] * cfg["G2"]
+    m = cfg["DT"]
+    if cfg["SC3"]:
+        m = max(m, KP * cfg["G1S"] * cfg["G2S"])
+    if cfg["short_chain"]:
+        m = max(m, KP * S * cfg["SC2"])
+    return m
+
+
 def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs, config, flags=None, cfg=None,
             ws=None):
     """``flags``: a ``uint8 [rows, n + 1]`` tensor the hier kernel zeroes and fills (the flags contract) where its
@@ -1253,7 +1271,7 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
         wrow = _hier_wrow(cfg, fused)
         stage_a_done = ws is not None
         if not stage_a_done:
-            ws = torch.empty((rows * wrow,), dtype=torch.int64, device=dev)
+            ws = _workspace(rows * wrow, dev)
         kflags = flags is not None and cfg["kernel_flags"]
         two = cfg["two_phase"] or stage_a_done
         cnt = _counters(dev, rows) if (P > 1 and not two) else dummy
@@ -1411,8 +1429,8 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
         if bj % S:
             raise ValueError(f"scores_a: the super group ({S} blocks) must divide the scores tile ({bj} blocks)")
         wrow = _hier_wrow(p, False)
-        ws = torch.empty((rows * wrow,), dtype=torch.int64, device=logits.device)
-        stage_a = (ws, wrow, S)
+        ws = _workspace(rows * wrow, logits.device)
+        stage_a = (ws, wrow, S, main_chain_min(p))
     sc = block_scores_triton(logits, row_ends, row_starts, bs, row_repeat, fill_dead=False,
                              whole_tiles=whole, programs=sprog, tile=stile, num_warps=swarps, mult=smult,
                              zero_flags=flags if fz else None, stage_a=stage_a)  # read < extent only

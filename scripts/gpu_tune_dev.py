@@ -85,6 +85,9 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
 * ``AF`` after AE (``scores_a`` lost at 160-640 rows: the scores kernel's registers 72 -> 95 at 512-block tiles, sm_90
   with triton 3.6, so fewer programs stream at once): the scores launch's tile of 256 blocks (48 registers with the
   keys, 45 without) and 8 warps, with and without ``scores_a``, full stage k = 64 at 1-640 rows.
+* ``AG`` after AF: the scores launch stores stage A's keys only for rows whose extent takes the select's main chain
+  (``main_chain_min``; a branch uniform over the program), so 4K-64K rows skip the reduction: 512-block tiles at 4
+  and 8 warps, 256-block tiles at 4, against the default composition, full stage k = 64 at 1-640 rows.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -472,6 +475,13 @@ def points(section):
                "fold_unfused_sa_t256w8": {"scores_a": True, "scores_tile": 256, "scores_warps": 8}}
         for ctx, conc, nn in ((262144, 128, 5), (65536, 128, 5), (16384, 128, 5), (4096, 128, 5), (262144, 32, 5),
                               (65536, 32, 5), (262144, 32, 1), (262144, 1, 1), (65536, 1, 1)):
+            pts.append(("full", ctx, conc, nn, 64, "normal", var))
+    elif section == "AG":  # after AF: keys only for main-chain rows (the launch's branch on main_chain_min)
+        var = {"fold_unfused_nosa": {"scores_a": False}, "fold_unfused_br": {"scores_a": True},
+               "fold_unfused_br_w8": {"scores_a": True, "scores_warps": 8},
+               "fold_unfused_br_t256": {"scores_a": True, "scores_tile": 256}}
+        for ctx, conc, nn in ((262144, 128, 5), (65536, 128, 5), (16384, 128, 5), (4096, 128, 5), (262144, 32, 5),
+                              (65536, 32, 5), (262144, 32, 1), (65536, 32, 1), (262144, 1, 1), (65536, 1, 1)):
             pts.append(("full", ctx, conc, nn, 64, "normal", var))
     else:
         raise SystemExit(f"unknown section {section}")

@@ -240,13 +240,14 @@ def _extent(end, start, width, bs, nblocks):
     return min(ext, nblocks)
 
 
-@pytest.mark.parametrize("sg,tile,q", [(64, None, None), (4, 16, 3), (8, 8, 1), (16, 64, 2)])
-def test_stage_a_keys_by_the_scores_launch(sg, tile, q, fresh_seed):
+@pytest.mark.parametrize("sg,tile,q,sg_min", [(64, None, None, 0), (4, 16, 3, 0), (8, 8, 1, 163), (16, 64, 2, 100)])
+def test_stage_a_keys_by_the_scores_launch(sg, tile, q, sg_min, fresh_seed):
     """``stage_a``: besides the same scores, the launch stores each row's stage-A keys into the select's workspace:
     for every super group ``g`` of ``sg`` blocks holding a block below the row's extent, the largest ordered high
     word of those blocks' scores and ``g``'s first block in the low word (the unfused hier kernel's ``a_first_col``
-    keys).  Every such slot is checked against a torch computation from the contract scores; every other slot of
-    the poisoned workspace must be left as it was.  NaN and -0.0 inside blocks, ends past the width (the pinned
+    keys), for the rows whose extent exceeds ``sg_min`` only (163: the row of 163 blocks gets none).  Every such slot
+    is checked against a torch computation from the contract scores; every other slot of the poisoned workspace
+    must be left as it was.  NaN and -0.0 inside blocks, ends past the width (the pinned
     newest block past it, inside a stored super group), non-zero starts, an empty row, row_repeat 2, one and several
     programs per row."""
     from dsa_lab.keys import ordered_hi
@@ -264,13 +265,13 @@ def test_stage_a_keys_by_the_scores_launch(sg, tile, q, fresh_seed):
     wrow = -(-nb // sg) + 5  # the select's workspace has more slots per row than super groups
     poison = 0x5A5A5A5A5A5A5A5A
     ws = torch.full((rows * wrow,), poison, dtype=torch.int64)
-    got = block_scores_triton(x, e, s, bs, rr, fill_dead=False, programs=q, tile=tile, stage_a=(ws, wrow, sg))
+    got = block_scores_triton(x, e, s, bs, rr, fill_dead=False, programs=q, tile=tile, stage_a=(ws, wrow, sg, sg_min))
     sc = block_scores_torch(x, e, s, bs, rr)
     want = torch.full_like(ws, poison)
     for r in range(rows):
         L = _extent(int(e[r // rr]), int(s[r // rr]), width, bs, nb)
         assert same_bits(got[r, :L], sc[r, :L]), f"row {r}: scores differ"
-        for g in range(-(-L // sg)):
+        for g in range(-(-L // sg) if L > sg_min else 0):
             hm = int(ordered_hi(sc[r, g * sg:min(g * sg + sg, L)]).max())
             want[r * wrow + g] = (hm << 32) | (0xFFFFFFFF - g * sg)
     bad = (ws != want).nonzero().flatten()
@@ -280,20 +281,22 @@ def test_stage_a_keys_by_the_scores_launch(sg, tile, q, fresh_seed):
 
 def test_stage_a_bad_arguments():
     """``stage_a`` errors name the argument: a super group not dividing the tile, a workspace of the wrong dtype or
-    too small, the padded kernel."""
+    too small, the padded kernel, a negative ``sg_min``."""
     x = torch.randn(2, 1000)
     e = torch.tensor([1000, 500])
     nb = 125
     ok = torch.zeros(2 * 16, dtype=torch.int64)
     with pytest.raises(ValueError, match="stage_a"):
-        block_scores_triton(x, e, None, 8, 1, tile=8, stage_a=(ok, 16, 16))  # 16 blocks do not divide 8
+        block_scores_triton(x, e, None, 8, 1, tile=8, stage_a=(ok, 16, 16, 0))  # 16 blocks do not divide 8
     with pytest.raises(ValueError, match="stage_a"):
-        block_scores_triton(x, e, None, 8, 1, stage_a=(ok, 16, 12))  # not a power of two
+        block_scores_triton(x, e, None, 8, 1, stage_a=(ok, 16, 12, 0))  # not a power of two
     with pytest.raises(ValueError, match="stage_a"):
-        block_scores_triton(x, e, None, 8, 1, stage_a=(ok.to(torch.int32), 16, 8))
+        block_scores_triton(x, e, None, 8, 1, stage_a=(ok.to(torch.int32), 16, 8, 0))
     with pytest.raises(ValueError, match="stage_a"):
-        block_scores_triton(x, e, None, 8, 1, stage_a=(ok[:20], 16, 8))  # fewer than rows * wrow slots
+        block_scores_triton(x, e, None, 8, 1, stage_a=(ok[:20], 16, 8, 0))  # fewer than rows * wrow slots
     with pytest.raises(ValueError, match="stage_a"):
-        block_scores_triton(x, e, None, 8, 1, stage_a=(ok, -(-nb // 16) - 1, 16))  # wrow below the super groups
+        block_scores_triton(x, e, None, 8, 1, stage_a=(ok, -(-nb // 16) - 1, 16, 0))  # wrow below the super groups
     with pytest.raises(ValueError, match="stage_a"):
-        block_scores_triton(x, e, None, 8, 1, padded=True, stage_a=(ok, 16, 8))
+        block_scores_triton(x, e, None, 8, 1, padded=True, stage_a=(ok, 16, 8, 0))
+    with pytest.raises(ValueError, match="sg_min"):
+        block_scores_triton(x, e, None, 8, 1, stage_a=(ok, 16, 8, -1))

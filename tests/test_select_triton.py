@@ -347,6 +347,9 @@ BLOCK_PATHS = [
     ("scores_a_tiles", {"direct": 4, "group": 4, "programs": 3, "short_chain": False, "scores_a": True,
                         "scores_tile": 16, "scores_programs": 2}),
     ("scores_a_rsel", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "rsel": True, "scores_a": True}),
+    # ... with every chain on (group 4): at k = 1 (KP 2) the rows' extents (88 / 71 / 36 blocks) fall on both sides of
+    # main_chain_min (64), so the launch stores keys for some rows and skips others
+    ("scores_a_chains", {"direct": 4, "group": 4, "programs": 3, "scores_a": True}),
 ]
 
 
@@ -682,3 +685,27 @@ def test_scores_a_default_rule(monkeypatch):
         st.select_candidate_blocks_triton(x, ends, k, None, 8, 1, out, fused=False, config=cfg)
         assert_same_sets(out, ref, f"{cfg}")
         assert calls[-1] is want, cfg
+
+
+def test_scores_a_keys_for_every_main_chain_row(monkeypatch, fresh_seed):
+    """With ``scores_a`` the select reads stage A's keys that only the scores launch wrote: the workspace is
+    poisoned with keys that would outrank every real one, so a main-chain row whose keys the launch skipped
+    (``main_chain_min`` too high) or misplaced selects the wrong super groups.  Rows on both sides of the bound,
+    k = 1 (KP 2: the direct top-k, the narrow / short / second short chains and the main chain all reachable)."""
+    from dsa_lab.keys import pack_keys
+
+    poison = int(pack_keys(torch.tensor([float("nan")]), torch.tensor([0]))[0])  # NaN at column 0: the top key
+    monkeypatch.setattr(st, "_workspace", lambda n, dev: torch.full((n,), poison, dtype=torch.int64, device=dev))
+    gen = torch.Generator().manual_seed(fresh_seed)
+    cfg = {"direct": 4, "group": 4, "programs": 3, "scores_a": True}
+    p = st.plan(8, 250, 1, {"sm_count": 4, "name": "triton-interpreter"}, fused=False, block_size=8,
+                **{k: v for k, v in cfg.items() if k != "scores_a"})
+    m = st.main_chain_min(p)
+    assert m == 64, p  # the second short chain's bound at KP 2, super groups of 16
+    x = torch.randn(8, 2000, generator=gen)
+    lens = [m - 1, m, m + 1, 250, 3, 200, 17, m + 9]  # extents in blocks around the bound
+    ends = torch.tensor([8 * n for n in lens])
+    ref = topk_select_reference(block_scores_torch(x, ends, None, 8, 1), 1)
+    out = poisoned(8, 1, "cpu")
+    st.select_candidate_blocks_triton(x, ends, 1, None, 8, 1, out, fused=False, config=cfg)
+    assert_same_sets(out, ref, f"seed={fresh_seed}")
