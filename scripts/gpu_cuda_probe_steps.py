@@ -42,14 +42,19 @@ def read_stamps(stamped, sc, k, L, ml, steps):
     return v[0::2], v[1::2]
 
 
-def cluster_section(drv, log, out_dir, bench, topk_select, MML, Point, select_stage_inputs, compare):
+def cluster_section(drv, log, out_dir, bench, topk_select, MML, Point, select_stage_inputs, compare, cta_q=False):
+    """``cta_q``: the ``-DCTA_Q=1`` builds (the tighter per-CTA threshold; its step sits inside "warp reduce"),
+    the 8-CTA variants only, written to ``cluster_floor_q.csv``."""
     k = 64
-    f = open(os.path.join(out_dir, "cluster_floor.csv"), "w", newline="")
+    q = ("CTA_Q=1",) if cta_q else ()
+    f = open(os.path.join(out_dir, "cluster_floor_q.csv" if cta_q else "cluster_floor.csv"), "w", newline="")
     w = csv.DictWriter(f, fieldnames=["context", "rows", "threads", "per_thread", "cluster", "arm", "median_us",
                                       "p10_us", "p90_us", "check", "m_max", "cycles", "ns"])
     w.writeheader()
     # (threads, columns per thread, CTAs per row): every one has >= 64 warps per row (its common case, k = 64)
     variants = {65536: [(256, 4, 8), (512, 4, 4)], 262144: [(256, 16, 8), (512, 8, 8), (512, 16, 4)]}
+    if cta_q:
+        variants = {65536: [(256, 4, 8)], 262144: [(256, 16, 8)]}
     for ctx, conc in ((65536, 1), (262144, 1), (262144, 32)):
         p = Point("select", "select", ctx, conc, 1 if conc < 128 else 5, k, "normal")
         inp = select_stage_inputs(p, MML, 313, "cuda")
@@ -62,7 +67,7 @@ def cluster_section(drv, log, out_dir, bench, topk_select, MML, Point, select_st
                     "p10_us": round(tm.p10_us, 3), "p90_us": round(tm.p90_us, 3)})
         line = [f"{ctx:>6} r{p.rows:<4} triton={tm.median_us:.2f}"]
         for nt, e, g in variants[ctx]:
-            kern = CudaSelect(drv, nt, e, out_dir, log, cluster=g)
+            kern = CudaSelect(drv, nt, e, out_dir, log, defines=q, cluster=g)
             out.fill_(-7)
             kern(sc, k, L, out, 0, ml)
             torch.cuda.synchronize()
@@ -81,7 +86,7 @@ def cluster_section(drv, log, out_dir, bench, topk_select, MML, Point, select_st
                             "p90_us": round(tm.p90_us, 3), "check": chk if arm == "whole" else "timing only",
                             "m_max": m_max})
             if p.rows == 1:  # thread 0 of rank 0: clock64 / globaltimer per step (a -DSTAMPS build)
-                stamped = CudaSelect(drv, nt, e, out_dir, log, defines=("STAMPS",), cluster=g)
+                stamped = CudaSelect(drv, nt, e, out_dir, log, defines=("STAMPS",) + q, cluster=g)
                 cyc, nss = read_stamps(stamped, sc, k, L, ml, CLUSTER_STEPS)
                 for st, cy, ns in zip(CLUSTER_STEPS, cyc, nss):
                     w.writerow({"context": ctx, "rows": 1, "threads": nt, "per_thread": e, "cluster": g,
@@ -98,6 +103,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="build/cuda_probe_steps")
     ap.add_argument("--sections", default="cta,cluster", help="which to run: cta (one-CTA steps), cluster")
+    ap.add_argument("--cta-q", action="store_true", help="cluster section: the -DCTA_Q=1 builds (cluster_floor_q.csv)")
     a = ap.parse_args()
     from dsa_lab import bench, data
     from dsa_lab.select import topk_select
@@ -138,7 +144,7 @@ def main():
         f.flush()
     f.close()
     if "cluster" in a.sections.split(","):
-        cluster_section(drv, log, a.out, bench, topk_select, MML, Point, select_stage_inputs, compare)
+        cluster_section(drv, log, a.out, bench, topk_select, MML, Point, select_stage_inputs, compare, cta_q=a.cta_q)
     meta = data.collect_metadata(" ".join(["python3"] + sys.argv), {"builds": log, "seconds": round(time.time() - t0)})
     with open(os.path.join(a.out, "steps.meta.json"), "w") as fm:
         json.dump(meta, fm, indent=1)
