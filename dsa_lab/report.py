@@ -547,7 +547,8 @@ def latency_section(rows, meta, path, h: str, select_floor_us: float | None = No
 
 
 PROBE_ARMS = (("triton", "Triton default µs"), ("cuda_fit", "one CTA, fitted µs"), ("cuda_nt512", "one CTA 512x64 µs"),
-              ("cluster", "cluster of 8 µs"))
+              ("cluster", "cluster of 8 µs"), ("cluster_q", "cluster, q-th threshold µs"))
+PROBE_M_ARMS = (("cluster", "cluster M"), ("cluster_q", "q-th M"))  # candidate counts let through
 
 
 def cuda_probe_section(rows, meta, path, h: str, target_us: float = 5.0) -> str:
@@ -565,14 +566,17 @@ def cuda_probe_section(rows, meta, path, h: str, target_us: float = 5.0) -> str:
     one = {(r["context"], r["arm"]): r for r in rows if r.get("rows") == 1 and r.get("dist") == "normal"}
     ctxs = sorted({c for c, _ in one})
 
+    def count(v):  # a candidate count: an integer, "—" where none was recorded
+        return str(int(v)) if isinstance(v, (int, float)) else fmt(v)
+
     def t(c, arm):
         r = one.get((c, arm))
         if r is None:
             return "—"
         return "refused" if is_refused(r) else fmt(r.get("median_us"))
 
-    body = [[ctx_label(c)] + [t(c, a) for a, _ in PROBE_ARMS] + [fmt(one.get((c, "cluster"), {}).get("compacted_max"))]
-            for c in ctxs]
+    body = [[ctx_label(c)] + [t(c, a) for a, _ in PROBE_ARMS]
+            + [count(one.get((c, a), {}).get("compacted_max")) for a, _ in PROBE_M_ARMS] for c in ctxs]
     under = [ctx_label(c) for c in ctxs
              if isinstance(one.get((c, "cluster"), {}).get("median_us"), (int, float))
              and one[(c, "cluster")]["median_us"] < target_us and one[(c, "cluster")].get("check") == "ok"]
@@ -582,11 +586,12 @@ def cuda_probe_section(rows, meta, path, h: str, target_us: float = 5.0) -> str:
            "not timed), beside the Triton default on the same inputs in the same process, graph-timed, each checked "
            f"against the reference first: {checked} checks ok, {refused} refused, "
            + (f"**{len(bad)} failing**" if bad else "0 failing") + ". 1 row, k = 64, normal:\n",
-           table(["context"] + [lab for _, lab in PROBE_ARMS] + ["cluster M"], body),
+           table(["context"] + [lab for _, lab in PROBE_ARMS] + [lab for _, lab in PROBE_M_ARMS], body),
            f"\nUnder the {fmt(target_us)} µs 1-row target with the cluster kernel: "
            + (", ".join(under) if under else "none") + ". `cluster M` is how many candidates its threshold let "
-           "through (64 are needed); `notes/select_kernel.md` has the step costs. The package's kernels are "
-           "`triton.language`, which has no explicit cluster exchange.\n"]
+           "through (64 are needed); the q-th threshold (`-DCTA_Q=1`: each CTA's q-th best thread value) lets "
+           "fewer through (`q-th M`) at the cost of a step of its own; `notes/select_kernel.md` has the step costs. "
+           "The package's kernels are `triton.language`, which has no explicit cluster exchange.\n"]
     return "\n".join(out)
 
 

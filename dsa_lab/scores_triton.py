@@ -88,21 +88,22 @@ def _bounded_tile(x_ptr, row_off, orow, jb, start, end, lend, n_ext, nblocks,
             if BSP != BS:  # padded lanes belong to the next block
                 live = live & (t[None, :] < BS)
             x = tl.load(x_ptr + (row_off + start) + rel, mask=live, other=float("-inf"))
-        s = tl_block_score(x, j, start, end, 1, BS)
-        tl.store(orow + j, s, mask=j < nblocks)
         if SG > 0:
+            s = tl_block_score(x, j, start, end, 1, BS)
+            tl.store(orow + j, s, mask=j < nblocks)
             _stage_a_keys(s, j, n_ext, nblocks, sgrow, sg_min, jb, BJ, SG)
+        else:
+            tl.store(orow + j, tl_block_score(x, j, start, end, 1, BS), mask=j < nblocks)
 
 
-# shape ints are not specialised (divisibility/==1 hints buy nothing here and would compile one
-# variant per k, width and split of a sweep or fuzz)
-@triton.jit(do_not_specialize=["sg_min", "width", "nblocks", "Q"])
-def _block_scores_kernel(
+@triton.jit
+def _scores_program(
     x_ptr, x_stride, out_ptr, end_ptr, start_ptr, flags_ptr, sg_ptr, sg_stride, sg_min, width, nblocks, Q,
     RR: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, BJ: tl.constexpr,
     HAS_START: tl.constexpr, PADDED: tl.constexpr, FILL_DEAD: tl.constexpr, WHOLE: tl.constexpr,
     LOOP: tl.constexpr, ZF: tl.constexpr, SG: tl.constexpr,
 ):
+    """One program of the block-scores launch (both kernels below); ``SG > 0``: with the select's stage-A keys."""
     row = tl.program_id(0)
     jb = tl.program_id(1)
     if ZF > 0:
@@ -146,6 +147,31 @@ def _block_scores_kernel(
         else:
             _bounded_tile(x_ptr, row_off, orow, jb, start, end, lend, n_ext, nblocks, BS, BSP, BJ, FILL_DEAD, WHOLE,
                           sgrow, sg_min, SG)
+
+
+# shape ints are not specialised (divisibility/==1 hints buy nothing here and would compile one
+# variant per k, width and split of a sweep or fuzz)
+@triton.jit(do_not_specialize=["width", "nblocks", "Q"])
+def _block_scores_kernel(
+    x_ptr, x_stride, out_ptr, end_ptr, start_ptr, flags_ptr, width, nblocks, Q,
+    RR: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, BJ: tl.constexpr,
+    HAS_START: tl.constexpr, PADDED: tl.constexpr, FILL_DEAD: tl.constexpr, WHOLE: tl.constexpr,
+    LOOP: tl.constexpr, ZF: tl.constexpr,
+):
+    """Block scores alone (the recorded default; its own kernel so that its parameters, and code, stay as they were)."""
+    _scores_program(x_ptr, x_stride, out_ptr, end_ptr, start_ptr, flags_ptr, out_ptr, 0, 0, width, nblocks, Q,
+                    RR, BS, BSP, BJ, HAS_START, PADDED, FILL_DEAD, WHOLE, LOOP, ZF, 0)
+
+
+@triton.jit(do_not_specialize=["sg_min", "width", "nblocks", "Q"])
+def _block_scores_sg_kernel(
+    x_ptr, x_stride, out_ptr, end_ptr, start_ptr, flags_ptr, sg_ptr, sg_stride, sg_min, width, nblocks, Q,
+    RR: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, BJ: tl.constexpr,
+    HAS_START: tl.constexpr, WHOLE: tl.constexpr, LOOP: tl.constexpr, ZF: tl.constexpr, SG: tl.constexpr,
+):
+    """Block scores and the select's stage-A keys (``stage_a``; bounded, dead slots unwritten)."""
+    _scores_program(x_ptr, x_stride, out_ptr, end_ptr, start_ptr, flags_ptr, sg_ptr, sg_stride, sg_min, width,
+                    nblocks, Q, RR, BS, BSP, BJ, HAS_START, False, False, WHOLE, LOOP, ZF, SG)
 
 
 def _np2(x: int) -> int:
@@ -247,7 +273,7 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
                 or not zero_flags.is_contiguous():
             raise ValueError(f"zero_flags must be a contiguous uint8 [{rows}, {nblocks + 1}] tensor (bounded kernel)")
         zf = 2 if zero_flags.data_ptr() % 16 == 0 else 1
-    sgk, sg_ws, sg_stride, sg_min = 0, out, 0, 0
+    sgk = 0
     if stage_a is not None:
         sg_ws, sg_stride, sgk, sg_min = stage_a
         sg_stride, sgk, sg_min = int(sg_stride), int(sgk), int(sg_min)
@@ -261,12 +287,21 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
                 or sg_stride < -(-nblocks // sgk):
             raise ValueError(f"stage_a's workspace must be a contiguous int64 tensor of at least rows * wrow slots, "
                              f"wrow >= {-(-nblocks // sgk)}")
+    whole = bool(SCORES_WHOLE_TILES if whole_tiles is None else whole_tiles) and not padded
+    starts = row_starts if row_starts is not None else row_ends
+    flags = zero_flags if zero_flags is not None else out
+    if sgk:
+        if fill_dead:
+            raise ValueError("stage_a leaves dead score slots unwritten: pass fill_dead=False")
+        _block_scores_sg_kernel[(rows, q)](
+            logits, logits.stride(0), out, row_ends, starts, flags, sg_ws, sg_stride, sg_min, width, nblocks, q,
+            RR=int(row_repeat), BS=bs, BSP=bsp, BJ=bj, HAS_START=row_starts is not None, WHOLE=whole,
+            LOOP=q < ntiles, ZF=zf, SG=sgk, num_warps=nw,
+        )
+        return out
     _block_scores_kernel[(rows, q)](
-        logits, logits.stride(0), out, row_ends, row_starts if row_starts is not None else row_ends,
-        zero_flags if zero_flags is not None else out, sg_ws, sg_stride, sg_min, width, nblocks, q,
+        logits, logits.stride(0), out, row_ends, starts, flags, width, nblocks, q,
         RR=int(row_repeat), BS=bs, BSP=bsp, BJ=bj, HAS_START=row_starts is not None, PADDED=bool(padded),
-        FILL_DEAD=bool(fill_dead) or bool(padded),
-        WHOLE=bool(SCORES_WHOLE_TILES if whole_tiles is None else whole_tiles) and not padded,
-        LOOP=q < ntiles and not padded, ZF=zf, SG=sgk, num_warps=nw,
+        FILL_DEAD=bool(fill_dead) or bool(padded), WHOLE=whole, LOOP=q < ntiles and not padded, ZF=zf, num_warps=nw,
     )
     return out

@@ -985,10 +985,26 @@ HIER_SHORT_CHAIN3: bool = True
 UNFUSED_FLAGS_IN_SCORES: bool = True
 # Fourteenth session: the unfused composition's scores launch also stores each row's stage-A keys (its super groups'
 # maxima, keyed by their first block, as ``a_first_col``) into the select's workspace while it streams the logits
-# (:func:`dsa_lab.scores_triton._stage_a_keys`), so the select kernel runs B-D only, one program per row
-# (``PHASE = 2``), and never streams the scores a second time.  Predicted: 640 x 256K full 258 -> ~230 µs (stage A
-# inside the select was ~33 µs there), 1 x 256K full 14.5 -> ~11; rows without stage A (4K-64K) unchanged.
-UNFUSED_STAGE_A_IN_SCORES: bool = False
+# (:func:`dsa_lab.scores_triton._stage_a_keys`; only for rows longer than :func:`main_chain_min`, the rows whose
+# select streams stage A), so the select kernel runs B-D alone, one program per row (``PHASE = 2``), and never reads
+# the scores a second time.  Predicted: 640 x 256K full 258 -> ~230 µs (stage A inside the select ~33 µs there),
+# 1 x 256K 14.5 -> ~11, 4K-64K rows unchanged.  Measured (full stage with flags, k = 64, same process;
+# data/h200/tune_dev/tune_dev_AE.log, tune_dev_AF/AG/AG_rest.csv): 1 x 256K 14.5 -> 11.6, 1 x 64K 12.4 -> 11.8, 32 x
+# 256K 23.3 -> 21.9, 32 x 64K 15.0 -> 14.6, 1 x 16K / 4K 7.8 / 5.8 -> 7.4 / 5.5 (no branch), 160 x 256K 83.8 -> 75.8;
+# but 640 x 256K 257.8 -> 267.5 and every 160-640-row point at 4K-64K slower (640 x 64K 86.7 -> 96.2, 640 x 16K
+# 34.5 -> 39.0): with the keys the scores kernel takes 95 registers instead of 72 (sm_90, triton 3.6) and three
+# block barriers more per tile.  Variants (tile 256, 8 warps) move the balance (640 x 256K 244-251, 160 x 256K ~70)
+# but none wins at 640 x 64K.  The width is the same at every context, so the measured rule is by rows alone:
+# ``None`` takes it at ``rows * 4 <= SMs`` (:func:`_scores_a_rule`), where it won or tied at every context.  Off
+# (``False``) until a whole re-record at the kernels that take it (the recorded data describe the default kernels,
+# whose SASS this option leaves unchanged: ``scripts/ptx_identity.py``).
+UNFUSED_STAGE_A_IN_SCORES: bool | None = False
+
+
+def _scores_a_rule(rows: int, sm: int) -> bool:
+    """The measured rule for ``scores_a`` (:data:`UNFUSED_STAGE_A_IN_SCORES` ``= None``): at most a quarter as many
+    rows as SMs, where tune_dev_AE / AG measured it winning or tying at 4K-256K (1-32 rows on 132 SMs)."""
+    return rows * 4 <= sm
 
 
 def _a_first_col_rule(P: int, fused: bool) -> bool:
@@ -1423,7 +1439,10 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
     bj = tile_blocks(nblocks, bs) if stile is None else int(stile)
     S = p["G1"] * p["G2"] if hier else 0
     if sa is None:
-        sa = UNFUSED_STAGE_A_IN_SCORES and hier and not p["two_phase"] and bj % S == 0
+        on = UNFUSED_STAGE_A_IN_SCORES
+        if on is None:
+            on = _scores_a_rule(rows, int(_impl.facts_for(logits)["sm_count"]))
+        sa = on and hier and not p["two_phase"] and bj % S == 0
     ws = stage_a = None
     if sa:
         if bj % S:

@@ -6,7 +6,8 @@
 
 Compiles :func:`dsa_lab.select_triton._hier_kernel` of both trees for sm_90 (``GPUTarget("cuda", 90, 32)``) at five
 default plans -- the select stage at 1 and 640 rows, the unfused candidate-block path at 32 rows (flags zeroed by the
-scores launch), the fused kernel at 1 and 640 rows -- and compares the PTX with source locations and debug sections
+scores launch), the fused kernel at 1 and 640 rows -- and :func:`dsa_lab.scores_triton._block_scores_kernel` at five
+(``SCORES_CASES``; its SASS, see :func:`scores_sass`), and compares the PTX with source locations and debug sections
 stripped (``.loc`` / ``.file`` lines, labels, ``.b8`` / ``.b32`` data): a kernel source edit that leaves the compiled
 instructions alone (a new constexpr option that is off, a docstring) then compares equal, so the data recorded with
 the other tree still stands for these kernels.  Exit status 1 when any plan differs.  A tree whose plan has options
@@ -64,6 +65,58 @@ def stripped_ptx(st, case):
     return "\n".join(keep)
 
 
+# the block-scores kernel of the unfused composition (bounded, dead slots unwritten, flags zeroed; with starts) and
+# of the public block_scores (every slot written; the padded "before" kernel): (BS, BJ, HAS_START, PADDED,
+# FILL_DEAD, LOOP, ZF)
+SCORES_CASES = {
+    "scores_unfused": (8, 512, False, False, False, True, 2),
+    "scores_starts": (8, 512, True, False, False, True, 0),
+    "scores_fill": (8, 512, False, False, True, False, 0),
+    "scores_padded": (8, 512, False, True, True, False, 0),
+    "scores_bs3": (3, 1024, True, False, False, True, 1),
+}
+SCORES_TYPES = dict(x_ptr="*fp32", x_stride="i64", out_ptr="*fp32", end_ptr="*i32", start_ptr="*i32",
+                    flags_ptr="*u8", width="i32", nblocks="i32", Q="i32", sg_ptr="*i64", sg_stride="i64", sg_min="i32")
+
+
+def _sass(cubin: bytes) -> str:
+    """The sm_90 instructions of a cubin (``cuobjdump -sass`` from Triton's NVIDIA backend), addresses and
+    encodings dropped."""
+    import os
+    import subprocess
+    import tempfile
+
+    tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        out = subprocess.run([tool, "-sass", f.name], capture_output=True, text=True, check=True).stdout
+    return "\n".join(re.sub(r"/\*[0-9a-f]+\*/", "", ln).split(";")[0].strip() for ln in out.splitlines()
+                     if re.search(r"/\*[0-9a-f]{4}\*/", ln))
+
+
+def scores_sass(root, case):
+    """The SASS of the default ``_block_scores_kernel`` of the tree at ``root`` (its own signature).  SASS, not
+    PTX: since the fourteenth session the kernel's body is a jit helper shared with the stage-A variant, and the
+    inlined helper renumbers PTX registers and labels while ptxas emits the same instructions."""
+    for name in [m for m in sys.modules if m == "dsa_lab" or m.startswith("dsa_lab.")]:
+        del sys.modules[name]
+    sys.path.insert(0, root)
+    try:
+        sc = importlib.import_module("dsa_lab.scores_triton")
+    finally:
+        sys.path.pop(0)
+    bs, bj, hs, pad, fd, loop, zf = SCORES_CASES[case]
+    cx = dict(RR=1, BS=bs, BSP=1 << (bs - 1).bit_length(), BJ=bj, HAS_START=hs, PADDED=pad, FILL_DEAD=fd,
+              WHOLE=False, LOOP=loop, ZF=zf)
+    if "SG" in sc._block_scores_kernel.arg_names:  # a tree whose one kernel took the stage-A option
+        cx["SG"] = 0
+    sig = {a: SCORES_TYPES.get(a, "constexpr") for a in sc._block_scores_kernel.arg_names}
+    k = triton.compile(ASTSource(sc._block_scores_kernel, sig, constexprs=cx), target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": 4})
+    return _sass(k.asm["cubin"])
+
+
 def main():
     if len(sys.argv) != 3:
         raise SystemExit(__doc__)
@@ -74,8 +127,10 @@ def main():
         st = load_tree(root)
         for case in CASES:
             hashes[(label, case)] = hashlib.sha1(stripped_ptx(st, case).encode()).hexdigest()[:12]
+        for case in SCORES_CASES:
+            hashes[(label, case)] = hashlib.sha1(scores_sass(root, case).encode()).hexdigest()[:12]
     same = True
-    for case in CASES:
+    for case in (*CASES, *SCORES_CASES):
         a, b = hashes[("old", case)], hashes[("new", case)]
         same &= a == b
         print(f"{case:<14} {old_root}: {a}  {new_root}: {b}  {'same' if a == b else 'DIFFERENT'}")

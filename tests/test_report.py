@@ -162,13 +162,16 @@ def _probe_rows():
                      "check": "ok"})
         rows.append({"context": ctx, "rows": 1, "dist": "normal", "arm": "cluster", "median_us": cluster_us,
                      "check": chk, "compacted_max": 200 if chk == "ok" else None})
+    rows.append({"context": 16384, "rows": 1, "dist": "normal", "arm": "cluster_q", "median_us": 5.6, "check": "ok",
+                 "compacted_max": 74})
     return rows
 
 
 def test_cuda_probe_section_counts_and_target():
     text = report.cuda_probe_section(_probe_rows(), {"gpu_name": "G"}, "p.csv", "###")
-    assert "3 checks ok, 1 refused, 0 failing" in text
-    assert "| 256K | 10.50 | — | — | refused | — |" in text
+    assert "4 checks ok, 1 refused, 0 failing" in text
+    assert "| 16K | 5.00 | — | — | 4.40 | 5.60 | 200 | 74 |" in text  # the q-th threshold's time and M beside
+    assert "| 256K | 10.50 | — | — | refused | — | — | — |" in text
     assert "cluster kernel: 16K. " in text  # 4.4 < 5; the refused 256K row does not count
 
 

@@ -281,22 +281,25 @@ def test_stage_a_keys_by_the_scores_launch(sg, tile, q, sg_min, fresh_seed):
 
 def test_stage_a_bad_arguments():
     """``stage_a`` errors name the argument: a super group not dividing the tile, a workspace of the wrong dtype or
-    too small, the padded kernel, a negative ``sg_min``."""
+    too small, the padded kernel, a negative ``sg_min``, ``fill_dead`` left on."""
     x = torch.randn(2, 1000)
     e = torch.tensor([1000, 500])
     nb = 125
     ok = torch.zeros(2 * 16, dtype=torch.int64)
     with pytest.raises(ValueError, match="stage_a"):
-        block_scores_triton(x, e, None, 8, 1, tile=8, stage_a=(ok, 16, 16, 0))  # 16 blocks do not divide 8
+        block_scores_triton(x, e, None, 8, 1, fill_dead=False, tile=8, stage_a=(ok, 16, 16, 0))  # 16 into 8 blocks
     with pytest.raises(ValueError, match="stage_a"):
-        block_scores_triton(x, e, None, 8, 1, stage_a=(ok, 16, 12, 0))  # not a power of two
+        block_scores_triton(x, e, None, 8, 1, fill_dead=False, stage_a=(ok, 16, 12, 0))  # not a power of two
     with pytest.raises(ValueError, match="stage_a"):
-        block_scores_triton(x, e, None, 8, 1, stage_a=(ok.to(torch.int32), 16, 8, 0))
+        block_scores_triton(x, e, None, 8, 1, fill_dead=False, stage_a=(ok.to(torch.int32), 16, 8, 0))
     with pytest.raises(ValueError, match="stage_a"):
-        block_scores_triton(x, e, None, 8, 1, stage_a=(ok[:20], 16, 8, 0))  # fewer than rows * wrow slots
+        block_scores_triton(x, e, None, 8, 1, fill_dead=False, stage_a=(ok[:20], 16, 8, 0))  # < rows * wrow slots
     with pytest.raises(ValueError, match="stage_a"):
-        block_scores_triton(x, e, None, 8, 1, stage_a=(ok, -(-nb // 16) - 1, 16, 0))  # wrow below the super groups
+        # wrow below the row's super groups
+        block_scores_triton(x, e, None, 8, 1, fill_dead=False, stage_a=(ok, -(-nb // 16) - 1, 16, 0))
     with pytest.raises(ValueError, match="stage_a"):
-        block_scores_triton(x, e, None, 8, 1, padded=True, stage_a=(ok, 16, 8, 0))
+        block_scores_triton(x, e, None, 8, 1, fill_dead=False, padded=True, stage_a=(ok, 16, 8, 0))
     with pytest.raises(ValueError, match="sg_min"):
-        block_scores_triton(x, e, None, 8, 1, stage_a=(ok, 16, 8, -1))
+        block_scores_triton(x, e, None, 8, 1, fill_dead=False, stage_a=(ok, 16, 8, -1))
+    with pytest.raises(ValueError, match="fill_dead"):  # its kernel leaves the dead score slots unwritten
+        block_scores_triton(x, e, None, 8, 1, stage_a=(ok, 16, 8, 0))

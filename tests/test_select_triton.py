@@ -709,3 +709,25 @@ def test_scores_a_keys_for_every_main_chain_row(monkeypatch, fresh_seed):
     out = poisoned(8, 1, "cpu")
     st.select_candidate_blocks_triton(x, ends, 1, None, 8, 1, out, fused=False, config=cfg)
     assert_same_sets(out, ref, f"seed={fresh_seed}")
+
+
+def test_scores_a_rule(monkeypatch):
+    """``UNFUSED_STAGE_A_IN_SCORES = None`` takes the measured rule (rows * 4 <= SMs); ``False`` never, ``True``
+    wherever it applies; an explicit ``scores_a`` in the config wins over all three."""
+    from dsa_lab import _impl, scores_triton
+
+    assert st._scores_a_rule(33, 132) and not st._scores_a_rule(34, 132) and st._scores_a_rule(1, 4)
+    calls = []
+    real = scores_triton.block_scores_triton
+    monkeypatch.setattr(scores_triton, "block_scores_triton",
+                        lambda *a, **kw: calls.append(kw.get("stage_a") is not None) or real(*a, **kw))
+    monkeypatch.setattr(_impl, "facts_for", lambda t: {"sm_count": 8, "name": "triton-interpreter"})
+    x = torch.randn(4, 2000)
+    ends = torch.tensor([2000, 900, 1, 1500])
+    cfg = {"direct": 4, "group": 2, "short_chain": False}
+    for const, rows, extra, want in ((None, 2, {}, True), (None, 3, {}, False), (False, 2, {}, False),
+                                     (True, 3, {}, True), (None, 3, {"scores_a": True}, True),
+                                     (True, 2, {"scores_a": False}, False)):
+        monkeypatch.setattr(st, "UNFUSED_STAGE_A_IN_SCORES", const)
+        st.select_candidate_blocks_triton(x[:rows], ends[:rows], 3, None, 8, 1, fused=False, config={**cfg, **extra})
+        assert calls[-1] is want, (const, rows, extra)

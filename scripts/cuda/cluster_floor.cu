@@ -10,7 +10,8 @@
 //      loads of 1;
 //   1. load, ordered values, count, the thread's best key m_t; per warp: the best m_t and the count.  Every warp
 //      writes both into every CTA of the cluster (DSMEM); cluster barrier.
-//   1b. (-DCTA_Q=1, prepared: not yet run on the GPU) each CTA also finds its q-th best thread value, q =
+//   1b. (-DCTA_Q=1; measured: M falls 2-5x but this step costs ~2.5K cycles, a net loss except at 32 x 256K)
+//      each CTA also finds its q-th best thread value, q =
 //      ceil(k / G) (32-bit ordered values, counted with multiplicity: per warp with redux / ballot rounds, then warp 0
 //      over the warps' lists) and writes it into every CTA with the rest.
 //   2. every CTA alike: C = the row's candidates, kk = min(k, C), A = the cluster's warps holding a candidate.  The
