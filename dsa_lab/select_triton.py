@@ -1425,9 +1425,7 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
         ids = _launch(logits, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
                       2, True, bs, cfg, flags)
         return (ids, flags) if with_flags else ids
-    from .scores_triton import block_scores_triton
-
-    from .scores_triton import tile_blocks
+    from .scores_triton import block_scores_triton, tile_blocks
 
     fz = UNFUSED_FLAGS_IN_SCORES if fz is None else bool(fz)
     p = plan(rows, nblocks, topk_blocks, _impl.facts_for(logits), fused=False, block_size=bs, **cfg)
