@@ -992,7 +992,7 @@ UNFUSED_FLAGS_IN_SCORES: bool = True
 # data/h200/tune_dev/tune_dev_AE.log, tune_dev_AF/AG/AG_rest.csv): 1 x 256K 14.5 -> 11.6, 1 x 64K 12.4 -> 11.8, 32 x
 # 256K 23.3 -> 21.9, 32 x 64K 15.0 -> 14.6, 1 x 16K / 4K 7.8 / 5.8 -> 7.4 / 5.5 (no branch), 160 x 256K 83.8 -> 75.8;
 # but 640 x 256K 257.8 -> 267.5 and every 160-640-row point at 4K-64K slower (640 x 64K 86.7 -> 96.2, 640 x 16K
-# 34.5 -> 39.0): with the keys the scores kernel takes 95 registers instead of 72 (sm_90, triton 3.6) and three
+# 34.5 -> 39.0): with the keys the scores kernel takes 95 registers instead of 72 (sm_90, triton 3.6) and five
 # block barriers more per tile.  Variants (tile 256, 8 warps) move the balance (640 x 256K 244-251, 160 x 256K ~70)
 # but none wins at 640 x 64K.  The width is the same at every context, so the measured rule is by rows alone:
 # ``None`` takes it at ``rows * 4 <= SMs`` (:func:`_scores_a_rule`), where it won or tied at every context.  Off
