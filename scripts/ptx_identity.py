@@ -35,12 +35,13 @@ TYPES = dict(src_ptr="*fp32", src_stride="i64", len_ptr="*i32", start_ptr="*i32"
              cnt_ptr="*i32", flags_ptr="*u8", n="i32", width="i32", k="i32", P="i32")
 
 
-def load_tree(root):
+def load_tree(root, module="dsa_lab.select_triton"):
+    """``module`` of the tree at ``root``, every ``dsa_lab`` module of another tree dropped first."""
     for name in [m for m in sys.modules if m == "dsa_lab" or m.startswith("dsa_lab.")]:
         del sys.modules[name]
     sys.path.insert(0, root)
     try:
-        return importlib.import_module("dsa_lab.select_triton")
+        return importlib.import_module(module)
     finally:
         sys.path.pop(0)
 
@@ -99,13 +100,7 @@ def scores_sass(root, case):
     """The SASS of the default ``_block_scores_kernel`` of the tree at ``root`` (its own signature).  SASS, not
     PTX: since the fourteenth session the kernel's body is a jit helper shared with the stage-A variant, and the
     inlined helper renumbers PTX registers and labels while ptxas emits the same instructions."""
-    for name in [m for m in sys.modules if m == "dsa_lab" or m.startswith("dsa_lab.")]:
-        del sys.modules[name]
-    sys.path.insert(0, root)
-    try:
-        sc = importlib.import_module("dsa_lab.scores_triton")
-    finally:
-        sys.path.pop(0)
+    sc = load_tree(root, "dsa_lab.scores_triton")
     bs, bj, hs, pad, fd, loop, zf = SCORES_CASES[case]
     cx = dict(RR=1, BS=bs, BSP=1 << (bs - 1).bit_length(), BJ=bj, HAS_START=hs, PADDED=pad, FILL_DEAD=fd,
               WHOLE=False, LOOP=loop, ZF=zf)

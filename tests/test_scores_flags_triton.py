@@ -44,6 +44,12 @@ def test_block_scores_match_torch(rows, width, bs, rr, ends, starts, padded, fre
     assert same_bits(got, want), f"seed={fresh_seed}\n{got}\n{want}"
 
 
+def _extent(end, start, width, bs, nblocks):
+    """A row's block extent (the select kernel's ``L``): live blocks, or up to the pinned newest one."""
+    ext = max(-(-(max(min(end, width) - start, 0)) // bs), (end - start - 1) // bs + 1 if end > start else 0)
+    return min(ext, nblocks)
+
+
 @pytest.mark.parametrize("whole", [False, True], ids=["masked", "whole-tiles"])
 @pytest.mark.parametrize("fill_dead", [True, False], ids=["fill-dead", "skip-dead"])
 def test_block_scores_many_programs_per_row(fill_dead, whole, fresh_seed):
@@ -61,9 +67,7 @@ def test_block_scores_many_programs_per_row(fill_dead, whole, fresh_seed):
     if fill_dead:
         assert same_bits(got, want), f"seed={fresh_seed}"
     for r in range(rows):
-        end, s0 = int(e[r]), int(st[r])
-        ext = max(-(-(max(min(end, width) - s0, 0)) // bs), (end - s0 - 1) // bs + 1 if end > s0 else 0)
-        ext = min(ext, want.shape[1])
+        ext = _extent(int(e[r]), int(st[r]), width, bs, want.shape[1])
         assert same_bits(got[r, :ext], want[r, :ext]), f"row {r} seed={fresh_seed}"
 
 
@@ -233,11 +237,6 @@ def test_block_scores_tile_and_warps_same_bits(tile, q, nw, fresh_seed):
     # the programs rule's multiple (``mult``, the dev key scores_mult): one program per row here, same bits
     assert same_bits(block_scores_triton(x, e, None, bs, 1, tile=tile, num_warps=nw, mult=1), want), f"seed={fresh_seed}"
 
-
-def _extent(end, start, width, bs, nblocks):
-    """A row's block extent (the select kernel's ``L``): live blocks, or up to the pinned newest one."""
-    ext = max(-(-(max(min(end, width) - start, 0)) // bs), (end - start - 1) // bs + 1 if end > start else 0)
-    return min(ext, nblocks)
 
 
 @pytest.mark.parametrize("sg,tile,q,sg_min", [(64, None, None, 0), (4, 16, 3, 0), (8, 8, 1, 163), (16, 64, 2, 100)])

@@ -660,20 +660,23 @@ def test_scores_a_needs_the_one_launch_hier_select(cfg):
         st.select_candidate_blocks_triton(x, torch.tensor([700, 500]), 4, None, 8, 1, fused=False, config=cfg)
 
 
-def test_scores_a_default_rule(monkeypatch):
-    """With :data:`UNFUSED_STAGE_A_IN_SCORES` on, the unfused hier select takes the scores launch's stage-A keys
-    where its super groups divide the scores tile, and the default composition (stage A in the select) otherwise;
-    both give the reference ids."""
+@pytest.fixture
+def stage_a_calls(monkeypatch):
+    """A list that gets, for every scores launch of the unfused composition, whether it stored stage A's keys."""
     from dsa_lab import scores_triton
 
     calls = []
     real = scores_triton.block_scores_triton
+    monkeypatch.setattr(scores_triton, "block_scores_triton",
+                        lambda *a, **kw: calls.append(kw.get("stage_a") is not None) or real(*a, **kw))
+    return calls
 
-    def spy(*a, **kw):
-        calls.append(kw.get("stage_a") is not None)
-        return real(*a, **kw)
 
-    monkeypatch.setattr(scores_triton, "block_scores_triton", spy)
+def test_scores_a_default_rule(monkeypatch, stage_a_calls):
+    """With :data:`UNFUSED_STAGE_A_IN_SCORES` on, the unfused hier select takes the scores launch's stage-A keys
+    where its super groups divide the scores tile, and the default composition (stage A in the select) otherwise;
+    both give the reference ids."""
+    calls = stage_a_calls
     monkeypatch.setattr(st, "UNFUSED_STAGE_A_IN_SCORES", True)
     gen = torch.Generator().manual_seed(3)
     x = torch.randn(4, 2000, generator=gen)
@@ -711,16 +714,13 @@ def test_scores_a_keys_for_every_main_chain_row(monkeypatch, fresh_seed):
     assert_same_sets(out, ref, f"seed={fresh_seed}")
 
 
-def test_scores_a_rule(monkeypatch):
+def test_scores_a_rule(monkeypatch, stage_a_calls):
     """``UNFUSED_STAGE_A_IN_SCORES = None`` takes the measured rule (rows * 4 <= SMs); ``False`` never, ``True``
     wherever it applies; an explicit ``scores_a`` in the config wins over all three."""
-    from dsa_lab import _impl, scores_triton
+    from dsa_lab import _impl
 
     assert st._scores_a_rule(33, 132) and not st._scores_a_rule(34, 132) and st._scores_a_rule(1, 4)
-    calls = []
-    real = scores_triton.block_scores_triton
-    monkeypatch.setattr(scores_triton, "block_scores_triton",
-                        lambda *a, **kw: calls.append(kw.get("stage_a") is not None) or real(*a, **kw))
+    calls = stage_a_calls
     monkeypatch.setattr(_impl, "facts_for", lambda t: {"sm_count": 8, "name": "triton-interpreter"})
     x = torch.randn(4, 2000)
     ends = torch.tensor([2000, 900, 1, 1500])
