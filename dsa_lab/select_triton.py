@@ -995,10 +995,9 @@ UNFUSED_FLAGS_IN_SCORES: bool = True
 # 34.5 -> 39.0): with the keys the scores kernel takes 95 registers instead of 72 (sm_90, triton 3.6) and five
 # block barriers more per tile.  Variants (tile 256, 8 warps) move the balance (640 x 256K 244-251, 160 x 256K ~70)
 # but none wins at 640 x 64K.  The width is the same at every context, so the measured rule is by rows alone:
-# ``None`` takes it at ``rows * 4 <= SMs`` (:func:`_scores_a_rule`), where it won or tied at every context.  Off
-# (``False``) until a whole re-record at the kernels that take it (the recorded data describe the default kernels,
-# whose SASS this option leaves unchanged: ``scripts/ptx_identity.py``).
-UNFUSED_STAGE_A_IN_SCORES: bool | None = False
+# ``None`` takes it at ``rows * 4 <= SMs`` (:func:`_scores_a_rule`), where it won or tied at every context.
+# Fifteenth session: on by that rule (``None``), with the whole record re-taken at the kernels that take it.
+UNFUSED_STAGE_A_IN_SCORES: bool | None = None
 
 
 def _scores_a_rule(rows: int, sm: int) -> bool:
