@@ -376,6 +376,15 @@ if tuneU[0]:
 # (target 6). The same record moved the 256K full stage at 1-32 rows by up to 15% either way, a path the pairs do
 # not reach; section AD timed those shapes with `l1_pairs` on and off in one process: equal within ~1% at 1-16 rows,
 # the pairs slightly ahead at 32. The shape varies from process to process.
+#
+# Fourteenth session (sections AE-AG): the unfused full stage's scores launch also stores stage A's keys for the
+# select while it streams the logits (`scores_a`; the select then runs B-D alone, one program per row). In one
+# process (AG / AG_rest below: `fold_unfused_br` with the keys, `fold_unfused_nosa` without) it wins at 1-32 rows
+# (1 x 256K 14.6 → 11.6 µs, 1 x 64K 12.4 → 11.8) and loses at 160-640 rows of 4K-64K: the scores kernel takes 95
+# registers instead of 72 and five more block barriers per tile. Fifteenth session: on by that measured rule (at most
+# a quarter as many rows as SMs) and re-recorded whole at 3e42133 — the sweep above is of these kernels. Recorded,
+# against 1d76555: full 1 row 5.9 / 7.8 / 12.5 / 14.5 → 5.3 / 7.2 / 11.8 / 11.7 µs at 4K / 16K / 64K / 256K; the
+# points above the rule's 33 rows and the select stage did not move.
 
 # %%
 for name, arms, stage in (("fused_direct_dev", None, None),
@@ -394,7 +403,9 @@ for name, arms, stage in (("fused_direct_dev", None, None),
                           ("tune_dev/tune_dev_AB", ["torch", "fold_unfused", "fold_unfused_pairs512"], "full"),
                           ("tune_dev/tune_dev_AC", ["torch", "no_pairs", "default"], "select"),
                           ("tune_dev/tune_dev_AC", ["torch", "fold_unfused_no_pairs", "fold_unfused"], "full"),
-                          ("tune_dev/tune_dev_AD", ["torch", "fold_unfused_no_pairs", "fold_unfused"], "full")):
+                          ("tune_dev/tune_dev_AD", ["torch", "fold_unfused_no_pairs", "fold_unfused"], "full"),
+                          ("tune_dev/tune_dev_AG", ["torch", "fold_unfused_nosa", "fold_unfused_br"], "full"),
+                          ("tune_dev/tune_dev_AG_rest", ["torch", "fold_unfused_nosa", "fold_unfused_br"], "full")):
     recs = viz.load_records(name if name.startswith("tune_dev") else "tune_dev/" + name)
     print(viz.record_label(recs[1], recs[2]) if recs[0] else "NO RECORD")
     if recs[0] and arms is None:
