@@ -996,7 +996,8 @@ UNFUSED_FLAGS_IN_SCORES: bool = True
 # block barriers more per tile.  Variants (tile 256, 8 warps) move the balance (640 x 256K 244-251, 160 x 256K ~70)
 # but none wins at 640 x 64K.  The width is the same at every context, so the measured rule is by rows alone:
 # ``None`` takes it at ``rows * 4 <= SMs`` (:func:`_scores_a_rule`), where it won or tied at every context.
-# Fifteenth session: on by that rule (``None``), with the whole record re-taken at the kernels that take it.
+# Fifteenth session: on by that rule (``None``), the whole record re-taken at 3e42133 (v2.9 in notes/select_kernel.md):
+# full stage 1 row 5.9 / 7.8 / 12.5 / 14.5 -> 5.3 / 7.2 / 11.8 / 11.7 µs at 4K-256K, every 1-32-row point 0-19% faster.
 UNFUSED_STAGE_A_IN_SCORES: bool | None = None
 
 
