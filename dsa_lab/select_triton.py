@@ -1254,14 +1254,16 @@ def main_chain_min(cfg: dict) -> int:
     return m
 
 
-def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs, config, flags=None, cfg=None,
+def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs, config, flags=None, planned=None,
             ws=None):
     """``flags``: a ``uint8 [rows, n + 1]`` tensor the hier kernel zeroes and fills (the flags contract) where its
     plan says ``kernel_flags``; otherwise, and for the other algorithms, the flags kernel fills it after.
-    ``cfg``: a plan already made from ``config``.  ``ws`` (unfused hier plans only): the row workspace, its
-    stage-A keys already stored by the scores launch (:func:`dsa_lab.scores_triton.block_scores_triton`'s
-    ``stage_a``), so one launch of one program per row runs the rest (``PHASE = 2``)."""
+    ``planned``: a plan already made from ``config`` (``config`` is then not read again).  ``ws`` (unfused hier
+    plans only): the row workspace, its stage-A keys already stored by the scores launch
+    (:func:`dsa_lab.scores_triton.block_scores_triton`'s ``stage_a``), so one launch of one program per row runs the
+    rest (``PHASE = 2``)."""
     facts = _impl.facts_for(src)
+    cfg = planned
     if cfg is None:
         cfg = plan(rows, n, k, facts, fused=fused, block_size=bs, **(config or {}))
     dev = src.device
@@ -1428,7 +1430,8 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
     from .scores_triton import block_scores_triton, tile_blocks
 
     fz = UNFUSED_FLAGS_IN_SCORES if fz is None else bool(fz)
-    p = plan(rows, nblocks, topk_blocks, _impl.facts_for(logits), fused=False, block_size=bs, **cfg)
+    facts = _impl.facts_for(logits)
+    p = plan(rows, nblocks, topk_blocks, facts, fused=False, block_size=bs, **cfg)
     hier = p["algo"] == "hier"
     fz = fz and flags is not None and hier and p["kernel_flags"]  # else the flags kernel zeroes and sets them after
     # stage A's keys by the scores launch: hier plans whose super groups tile the scores launch's tiles
@@ -1439,7 +1442,7 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
     if sa is None:
         on = UNFUSED_STAGE_A_IN_SCORES
         if on is None:
-            on = _scores_a_rule(rows, int(_impl.facts_for(logits)["sm_count"]))
+            on = _scores_a_rule(rows, int(facts["sm_count"]))
         sa = on and hier and not p["two_phase"] and bj % S == 0
     ws = stage_a = None
     if sa:
@@ -1454,5 +1457,5 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
     if fz:
         p["flags_zeroed"] = True
     ids = _launch(sc, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
-                  2, False, bs, cfg, flags, cfg=p, ws=ws)
+                  2, False, bs, cfg, flags, planned=p, ws=ws)
     return (ids, flags) if with_flags else ids
