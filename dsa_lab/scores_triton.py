@@ -158,7 +158,8 @@ def _block_scores_kernel(
     HAS_START: tl.constexpr, PADDED: tl.constexpr, FILL_DEAD: tl.constexpr, WHOLE: tl.constexpr,
     LOOP: tl.constexpr, ZF: tl.constexpr,
 ):
-    """Block scores alone (the recorded default; its own kernel so that its parameters, and code, stay as they were)."""
+    """Block scores alone: every caller but the unfused select's ``scores_a`` path (its own kernel, so that its
+    parameters and code stay as recorded before that path existed: ``scripts/ptx_identity.py``)."""
     _scores_program(x_ptr, x_stride, out_ptr, end_ptr, start_ptr, flags_ptr, out_ptr, 0, 0, width, nblocks, Q,
                     RR, BS, BSP, BJ, HAS_START, PADDED, FILL_DEAD, WHOLE, LOOP, ZF, 0)
 
@@ -169,7 +170,8 @@ def _block_scores_sg_kernel(
     RR: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, BJ: tl.constexpr,
     HAS_START: tl.constexpr, WHOLE: tl.constexpr, LOOP: tl.constexpr, ZF: tl.constexpr, SG: tl.constexpr,
 ):
-    """Block scores and the select's stage-A keys (``stage_a``; bounded, dead slots unwritten)."""
+    """Block scores and the select's stage-A keys (``stage_a``; bounded, dead slots unwritten): the unfused full
+    stage at up to a quarter as many rows as SMs (``select_triton._scores_a_rule``)."""
     _scores_program(x_ptr, x_stride, out_ptr, end_ptr, start_ptr, flags_ptr, sg_ptr, sg_stride, sg_min, width,
                     nblocks, Q, RR, BS, BSP, BJ, HAS_START, False, False, WHOLE, LOOP, ZF, SG)
 
