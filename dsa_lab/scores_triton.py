@@ -176,6 +176,51 @@ def _block_scores_sg_kernel(
                     nblocks, Q, RR, BS, BSP, BJ, HAS_START, False, False, WHOLE, LOOP, ZF, SG)
 
 
+@triton.jit(do_not_specialize=["sg_min", "rows", "width", "nblocks", "P", "fper"])
+def _block_scores_live_kernel(
+    x_ptr, x_stride, out_ptr, end_ptr, start_ptr, flags_ptr, sg_ptr, sg_stride, sg_min, rows, width, nblocks, P, fper,
+    RR: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, BJ: tl.constexpr, HAS_START: tl.constexpr,
+    WHOLE: tl.constexpr, ZF: tl.constexpr, SG: tl.constexpr, RB: tl.constexpr,
+):
+    """Bounded scores on a schedule sized by the live extents (``schedule="live"``; dead slots unwritten).
+
+    ``P`` programs in all.  Each zeroes its ``fper``-byte slice of the flat flags (``ZF``), reads every row's bounds
+    (``RB`` at a time) for the longest extent's tile count ``nt``, then takes the items ``w = pid, pid + P, ...`` of
+    ``rows * nt``, tile-major (item ``w`` is tile ``w // rows`` of row ``w % rows``), so a launch over short rows in a
+    wide tensor costs the rows' live tiles and ``P`` programs, not one program per tile of the padded width.  A
+    tile past its row's extent loads and stores nothing (:func:`_bounded_tile`)."""
+    pid = tl.program_id(0)
+    if ZF > 0:
+        lo = pid.to(tl.int64) * fper
+        tl_zero_flags(flags_ptr, pid * 0, lo, tl.minimum(lo + fper, rows.to(tl.int64) * (nblocks + 1)), nblocks,
+                      4096, ZF - 1)
+    ng = (rows + RR - 1) // RR
+    mx = tl.zeros([], tl.int64)
+    for g0 in range(0, ng, RB):
+        g = g0 + tl.arange(0, RB)
+        e = tl.maximum(tl.load(end_ptr + g, mask=g < ng, other=0).to(tl.int64), 0)
+        s = tl.zeros([RB], tl.int64)
+        if HAS_START:
+            s = tl.minimum(tl.maximum(tl.load(start_ptr + g, mask=g < ng, other=0).to(tl.int64), 0), e)
+        n_live = (tl.maximum(tl.minimum(e, width) - s, 0) + BS - 1) // BS
+        n_ext = tl.maximum(n_live, tl.where(e > s, (e - s - 1) // BS + 1, 0))
+        mx = tl.maximum(mx, tl.max(tl.minimum(n_ext, nblocks), axis=0))
+    total = rows * ((mx.to(tl.int32) + BJ - 1) // BJ)
+    for w in range(pid, total, P):
+        jt = w // rows
+        row = w - jt * rows
+        g = row // RR
+        end = tl.maximum(tl.load(end_ptr + g).to(tl.int64), 0)
+        start = tl.zeros([], tl.int64)
+        if HAS_START:
+            start = tl.minimum(tl.maximum(tl.load(start_ptr + g).to(tl.int64), 0), end)
+        lend = tl.minimum(end, width)
+        n_live = (tl.maximum(lend - start, 0) + BS - 1) // BS
+        n_ext = tl.maximum(n_live, tl.where(end > start, (end - start - 1) // BS + 1, 0))
+        _bounded_tile(x_ptr, row.to(tl.int64) * x_stride, out_ptr + row.to(tl.int64) * nblocks, jt, start, end, lend,
+                      n_ext, nblocks, BS, BSP, BJ, False, WHOLE, sg_ptr + row.to(tl.int64) * sg_stride, sg_min, SG)
+
+
 def _np2(x: int) -> int:
     return 1 if x <= 1 else 1 << (int(x) - 1).bit_length()
 
@@ -197,6 +242,16 @@ SCORES_WHOLE_TILES: bool = False
 SCORES_PROGRAMS: int | None = 32
 
 
+# Bounded kernel, schedule: "rows" = the grid above ((rows, programs per row), each row's programs striding over its
+# tiles); "live" = :func:`_block_scores_live_kernel`, about SCORES_LIVE_MULT x SM programs in all taking the live
+# tiles of every row (the longest extent's tile count, read on the device).  Predicted (sixteenth session): the
+# "rows" grid launches ~32 x SM programs whatever the extents, mostly idle on 4K-64K rows (the unfused full stage's
+# scores launch costs 2.2 µs at 1 x 4K, 4.8 at 64 x 4K, 5.0 at 32 x 64K for 0.1-8 MB), so "live" should cut the
+# 16-160-row points at 4K-64K by 1-3 µs and leave 256K as it is.
+SCORES_SCHEDULE: str = "rows"
+SCORES_LIVE_MULT: int = 8
+
+
 def tile_blocks(nblocks: int, block_size: int) -> int:
     """Blocks per tile (``BJ``) of the bounded and padded kernels: 4096 logit lanes, at most the row's blocks."""
     return max(1, min(_np2(nblocks), 4096 // _np2(block_size)))
@@ -213,7 +268,7 @@ def programs_per_row(rows: int, nblocks: int, bj: int, sm_count: int, mult: int 
 
 def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_repeat=1, padded=False,
                         fill_dead=True, whole_tiles=None, programs=None, zero_flags=None, tile=None, num_warps=None,
-                        mult=None, stage_a=None):
+                        mult=None, stage_a=None, schedule=None):
     """Block scores of ``logits`` (arguments validated by :func:`dsa_lab.block_scores`).
 
     Args:
@@ -233,6 +288,10 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
             :func:`programs_per_row` with ``mult`` (default :data:`SCORES_PROGRAMS`); the same values either way.
         zero_flags: bounded only: a contiguous ``uint8 [rows, nblocks + 1]`` tensor this launch also zeroes
             (every byte; the unfused select composition's flags, set by the select kernel after it).
+        schedule: bounded only, ``fill_dead=False``: ``"rows"`` (``programs`` per row striding over the row's tiles) or
+            ``"live"`` (``programs`` in all -- default :data:`SCORES_LIVE_MULT` x SM -- taking the live tiles of every
+            row, tile-major; :func:`_block_scores_live_kernel`); default :data:`SCORES_SCHEDULE`; the same values
+            either way.
         tile, num_warps: blocks per tile (a power of two; default :func:`tile_blocks`) and warps per program
             (default 4) of the bounded kernel (dev A/B); the same values either way.
         stage_a: bounded only: ``(ws, wrow, sg, sg_min)``, the unfused select's workspace (contiguous int64, at
@@ -260,7 +319,21 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
         bj = tile
     nw = 4 if num_warps is None else int(num_warps)
     ntiles = triton.cdiv(nblocks, bj)
-    if padded:
+    sched = SCORES_SCHEDULE if schedule is None else schedule
+    if sched not in ("rows", "live"):
+        raise ValueError(f"schedule must be 'rows' or 'live', got {schedule!r}")
+    live = sched == "live" and not padded and not fill_dead
+    if schedule == "live" and (padded or fill_dead):
+        raise ValueError("schedule='live' applies to the bounded kernel with fill_dead=False only")
+    if live:
+        if programs is not None:
+            q = max(1, min(int(programs), rows * ntiles))
+        else:
+            from ._impl import facts_for
+
+            q = max(1, min(rows * ntiles, (SCORES_LIVE_MULT if mult is None else int(mult))
+                           * int(facts_for(logits)["sm_count"])))
+    elif padded:
         q = ntiles
     elif programs is not None:
         q = max(1, min(int(programs), ntiles))
@@ -292,6 +365,16 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
     whole = bool(SCORES_WHOLE_TILES if whole_tiles is None else whole_tiles) and not padded
     starts = row_starts if row_starts is not None else row_ends
     flags = zero_flags if zero_flags is not None else out
+    if live:
+        if not sgk:
+            sg_ws, sg_stride, sg_min = out, 0, 0
+        fper = triton.cdiv(triton.cdiv(rows * (nblocks + 1), q), 8) * 8 if zf else 0  # whole 8-byte words each
+        _block_scores_live_kernel[(q,)](
+            logits, logits.stride(0), out, row_ends, starts, flags, sg_ws, sg_stride, sg_min, rows, width, nblocks, q,
+            fper, RR=int(row_repeat), BS=bs, BSP=bsp, BJ=bj, HAS_START=row_starts is not None, WHOLE=whole, ZF=zf,
+            SG=sgk, RB=1024, num_warps=nw,
+        )
+        return out
     if sgk:
         if fill_dead:
             raise ValueError("stage_a leaves dead score slots unwritten: pass fill_dead=False")

@@ -1423,6 +1423,7 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
     stile = cfg.pop("scores_tile", None)  # unfused: the scores kernel's blocks per tile (dev A/B)
     swarps = cfg.pop("scores_warps", None)  # unfused: ... and its warps per program (dev A/B)
     sa = cfg.pop("scores_a", None)  # unfused: the scores launch also stores stage A's keys (dev A/B)
+    ssched = cfg.pop("scores_sched", None)  # unfused: the scores launch's schedule, "rows" / "live" (dev A/B)
     if fused:
         ids = _launch(logits, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
                       2, True, bs, cfg, flags)
@@ -1453,7 +1454,7 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
         stage_a = (ws, wrow, S, main_chain_min(p))
     sc = block_scores_triton(logits, row_ends, row_starts, bs, row_repeat, fill_dead=False,
                              whole_tiles=whole, programs=sprog, tile=stile, num_warps=swarps, mult=smult,
-                             zero_flags=flags if fz else None, stage_a=stage_a)  # read < extent only
+                             zero_flags=flags if fz else None, stage_a=stage_a, schedule=ssched)  # read < extent only
     if fz:
         p["flags_zeroed"] = True
     ids = _launch(sc, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,

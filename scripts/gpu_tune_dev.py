@@ -88,6 +88,10 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
 * ``AG`` after AF: the scores launch stores stage A's keys only for rows whose extent takes the select's main chain
   (``main_chain_min``; a branch uniform over the program), so 4K-64K rows skip the reduction: 512-block tiles at 4
   and 8 warps, 256-block tiles at 4, against the default composition, full stage k = 64 at 1-640 rows.
+* ``AH`` (sixteenth session): the scores launch on the live schedule (``scores_sched="live"``: about m x SM programs
+  in all taking every row's live tiles, the longest extent's tile count read on the device) at m = 8 / 16, 8 warps
+  (m = 4 / 8) and 256-block tiles (m = 8 / 16), against the default grid (~32 x SM programs, rows x programs per row)
+  and that grid at 8 x SM; full stage with flags, k = 64, 4K-256K, 1-640 rows.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -483,6 +487,18 @@ def points(section):
         for ctx, conc, nn in ((262144, 128, 5), (65536, 128, 5), (16384, 128, 5), (4096, 128, 5), (262144, 32, 5),
                               (65536, 32, 5), (262144, 32, 1), (65536, 32, 1), (262144, 1, 1), (65536, 1, 1)):
             pts.append(("full", ctx, conc, nn, 64, "normal", var))
+    elif section == "AH":  # sixteenth session: the scores launch on the live schedule (scores_sched "live")
+        lv = {"scores_sched": "live"}
+        var = {"fold_unfused": None, "fold_unfused_m8": {"scores_mult": 8},
+               "fold_unfused_live_m8": {**lv, "scores_mult": 8},
+               "fold_unfused_live_m16": {**lv, "scores_mult": 16},
+               "fold_unfused_live_w8_m4": {**lv, "scores_warps": 8, "scores_mult": 4},
+               "fold_unfused_live_w8_m8": {**lv, "scores_warps": 8, "scores_mult": 8},
+               "fold_unfused_live_t256_m8": {**lv, "scores_tile": 256, "scores_mult": 8},
+               "fold_unfused_live_t256_m16": {**lv, "scores_tile": 256, "scores_mult": 16}}
+        for ctx in (65536, 4096, 16384, 262144):
+            for conc, nn in ((1, 1), (8, 1), (16, 1), (32, 1), (8, 5), (16, 4), (32, 4), (32, 5), (128, 5)):
+                pts.append(("full", ctx, conc, nn, 64, "normal", var))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts

@@ -239,8 +239,46 @@ def test_block_scores_tile_and_warps_same_bits(tile, q, nw, fresh_seed):
 
 
 
+@pytest.mark.parametrize("q,tile", [(1, None), (3, 16), (7, 64), (None, 8), (1000, 8)])
+def test_block_scores_live_schedule(q, tile, fresh_seed):
+    """``schedule="live"``: ``q`` programs in all take every row's live tiles (tile-major; the longest extent's tile
+    count read on the device) and zero the flags as flat slices.  Every slot up to each row's extent equals torch's bit
+    for bit (NaN and -0.0 inside blocks, non-zero starts, an empty row, an end past the width, row_repeat 2, a row
+    longer than the rest); every byte of a poisoned flags tensor is zeroed (rows of n + 1 bytes; 1000 programs: more
+    than the items, most with no flags slice); slots past each row's extent are left as they were (poisoned)."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    rows, width, bs, rr = 8, 5000, 8, 2
+    x = torch.randn(rows, width, generator=gen)
+    x[torch.rand(rows, width, generator=gen) < 0.02] = NAN
+    x[torch.rand(rows, width, generator=gen) < 0.05] = -0.0
+    e = torch.tensor([4608, 777, 0, 5300])
+    s = torch.tensor([0, 130, 0, 4000])
+    nb = -(-width // bs)
+    want = block_scores_torch(x, e, s, bs, rr)
+    fl = torch.full((rows, nb + 1), 0xAB, dtype=torch.uint8)
+    got = block_scores_triton(x, e, s, bs, rr, fill_dead=False, programs=q, tile=tile, schedule="live", zero_flags=fl)
+    for r in range(rows):
+        L = _extent(int(e[r // rr]), int(s[r // rr]), width, bs, nb)
+        assert same_bits(got[r, :L], want[r, :L]), f"row {r} q={q} tile={tile} seed={fresh_seed}"
+    assert int(fl.count_nonzero()) == 0, f"flags not zeroed: q={q} tile={tile}"
+
+
+def test_block_scores_live_schedule_bad_arguments():
+    """The live schedule exists for the bounded kernel that leaves dead slots unwritten: with ``fill_dead`` or the
+    padded kernel it is a ValueError, as is an unknown schedule; nothing falls back silently."""
+    x = torch.randn(2, 1000)
+    e = torch.tensor([1000, 500])
+    with pytest.raises(ValueError, match="schedule"):
+        block_scores_triton(x, e, None, 8, 1, schedule="live")  # fill_dead defaults to True
+    with pytest.raises(ValueError, match="schedule"):
+        block_scores_triton(x, e, None, 8, 1, padded=True, fill_dead=False, schedule="live")
+    with pytest.raises(ValueError, match="schedule"):
+        block_scores_triton(x, e, None, 8, 1, fill_dead=False, schedule="tiles")
+
+
+@pytest.mark.parametrize("sched", ["rows", "live"])
 @pytest.mark.parametrize("sg,tile,q,sg_min", [(64, None, None, 0), (4, 16, 3, 0), (8, 8, 1, 163), (16, 64, 2, 100)])
-def test_stage_a_keys_by_the_scores_launch(sg, tile, q, sg_min, fresh_seed):
+def test_stage_a_keys_by_the_scores_launch(sg, tile, q, sg_min, sched, fresh_seed):
     """``stage_a``: besides the same scores, the launch stores each row's stage-A keys into the select's workspace:
     for every super group ``g`` of ``sg`` blocks holding a block below the row's extent, the largest ordered high
     word of those blocks' scores and ``g``'s first block in the low word (the unfused hier kernel's ``a_first_col``
@@ -264,7 +302,8 @@ def test_stage_a_keys_by_the_scores_launch(sg, tile, q, sg_min, fresh_seed):
     wrow = -(-nb // sg) + 5  # the select's workspace has more slots per row than super groups
     poison = 0x5A5A5A5A5A5A5A5A
     ws = torch.full((rows * wrow,), poison, dtype=torch.int64)
-    got = block_scores_triton(x, e, s, bs, rr, fill_dead=False, programs=q, tile=tile, stage_a=(ws, wrow, sg, sg_min))
+    got = block_scores_triton(x, e, s, bs, rr, fill_dead=False, programs=q, tile=tile, stage_a=(ws, wrow, sg, sg_min),
+                              schedule=sched)
     sc = block_scores_torch(x, e, s, bs, rr)
     want = torch.full_like(ws, poison)
     for r in range(rows):

@@ -350,6 +350,12 @@ BLOCK_PATHS = [
     # ... with every chain on (group 4): at k = 1 (KP 2) the rows' extents (88 / 71 / 36 blocks) fall on both sides of
     # main_chain_min (64), so the launch stores keys for some rows and skips others
     ("scores_a_chains", {"direct": 4, "group": 4, "programs": 3, "scores_a": True}),
+    # sixteenth session (unfused): the scores launch on the live schedule (programs taking every row's live tiles,
+    # the flags zeroed as one flat slice each), with and without stage A's keys, 8-block tiles so a row spans several
+    ("scores_live", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "scores_sched": "live",
+                     "scores_tile": 8, "scores_programs": 5, "flags_in_scores": True}),
+    ("scores_live_a", {"direct": 4, "group": 4, "programs": 3, "scores_a": True, "scores_sched": "live",
+                       "scores_tile": 16, "scores_programs": 3}),
 ]
 
 
