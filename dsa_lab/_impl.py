@@ -57,7 +57,9 @@ def device_facts(device_index: int | None) -> dict:
         return {"sm_count": 4, "warp_size": 32, "name": "triton-interpreter"}
     p = torch.cuda.get_device_properties(device_index)
     warp = getattr(p, "warp_size", 64 if torch.version.hip else 32)
-    return {"sm_count": p.multi_processor_count, "warp_size": warp, "name": p.name}
+    # programmatic dependent launch (griddepcontrol): CUDA sm_90 and later only
+    pdl = not torch.version.hip and p.major >= 9
+    return {"sm_count": p.multi_processor_count, "warp_size": warp, "name": p.name, "pdl": pdl}
 
 
 def facts_for(t: torch.Tensor) -> dict:

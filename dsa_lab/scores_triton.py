@@ -20,6 +20,7 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra import cuda as _tl_cuda  # gdc_launch_dependents: programmatic dependent launch (sm_90+)
 
 from .flags_triton import tl_zero_flags
 from .keys_triton import tl_from_ordered_hi, tl_ordered_hi
@@ -101,9 +102,14 @@ def _scores_program(
     x_ptr, x_stride, out_ptr, end_ptr, start_ptr, flags_ptr, sg_ptr, sg_stride, sg_min, width, nblocks, Q,
     RR: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, BJ: tl.constexpr,
     HAS_START: tl.constexpr, PADDED: tl.constexpr, FILL_DEAD: tl.constexpr, WHOLE: tl.constexpr,
-    LOOP: tl.constexpr, ZF: tl.constexpr, SG: tl.constexpr,
+    LOOP: tl.constexpr, ZF: tl.constexpr, SG: tl.constexpr, LD: tl.constexpr,
 ):
-    """One program of the block-scores launch (both kernels below); ``SG > 0``: with the select's stage-A keys."""
+    """One program of the block-scores launch (both kernels below); ``SG > 0``: with the select's stage-A keys.
+    ``LD``: signal ``griddepcontrol.launch_dependents`` first, so a launch that depends on this one programmatically
+    (the unfused select, which waits for this launch's writes before it reads them) may start once every program of
+    this launch has started."""
+    if LD:
+        _tl_cuda.gdc_launch_dependents()
     row = tl.program_id(0)
     jb = tl.program_id(1)
     if ZF > 0:
@@ -156,12 +162,12 @@ def _block_scores_kernel(
     x_ptr, x_stride, out_ptr, end_ptr, start_ptr, flags_ptr, width, nblocks, Q,
     RR: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, BJ: tl.constexpr,
     HAS_START: tl.constexpr, PADDED: tl.constexpr, FILL_DEAD: tl.constexpr, WHOLE: tl.constexpr,
-    LOOP: tl.constexpr, ZF: tl.constexpr,
+    LOOP: tl.constexpr, ZF: tl.constexpr, LD: tl.constexpr = False,
 ):
     """Block scores alone: every caller but the unfused select's ``scores_a`` path (its own kernel, so that its
     parameters and code stay as recorded before that path existed: ``scripts/ptx_identity.py``)."""
     _scores_program(x_ptr, x_stride, out_ptr, end_ptr, start_ptr, flags_ptr, out_ptr, 0, 0, width, nblocks, Q,
-                    RR, BS, BSP, BJ, HAS_START, PADDED, FILL_DEAD, WHOLE, LOOP, ZF, 0)
+                    RR, BS, BSP, BJ, HAS_START, PADDED, FILL_DEAD, WHOLE, LOOP, ZF, 0, LD)
 
 
 @triton.jit(do_not_specialize=["sg_min", "width", "nblocks", "Q"])
@@ -169,18 +175,19 @@ def _block_scores_sg_kernel(
     x_ptr, x_stride, out_ptr, end_ptr, start_ptr, flags_ptr, sg_ptr, sg_stride, sg_min, width, nblocks, Q,
     RR: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, BJ: tl.constexpr,
     HAS_START: tl.constexpr, WHOLE: tl.constexpr, LOOP: tl.constexpr, ZF: tl.constexpr, SG: tl.constexpr,
+    LD: tl.constexpr = False,
 ):
     """Block scores and the select's stage-A keys (``stage_a``; bounded, dead slots unwritten): the unfused full
     stage at up to a quarter as many rows as SMs (``select_triton._scores_a_rule``)."""
     _scores_program(x_ptr, x_stride, out_ptr, end_ptr, start_ptr, flags_ptr, sg_ptr, sg_stride, sg_min, width,
-                    nblocks, Q, RR, BS, BSP, BJ, HAS_START, False, False, WHOLE, LOOP, ZF, SG)
+                    nblocks, Q, RR, BS, BSP, BJ, HAS_START, False, False, WHOLE, LOOP, ZF, SG, LD)
 
 
 @triton.jit(do_not_specialize=["sg_min", "rows", "width", "nblocks", "P", "fper"])
 def _block_scores_live_kernel(
     x_ptr, x_stride, out_ptr, end_ptr, start_ptr, flags_ptr, sg_ptr, sg_stride, sg_min, rows, width, nblocks, P, fper,
     RR: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, BJ: tl.constexpr, HAS_START: tl.constexpr,
-    WHOLE: tl.constexpr, ZF: tl.constexpr, SG: tl.constexpr, RB: tl.constexpr,
+    WHOLE: tl.constexpr, ZF: tl.constexpr, SG: tl.constexpr, RB: tl.constexpr, LD: tl.constexpr = False,
 ):
     """Bounded scores on a schedule sized by the live extents (``schedule="live"``; dead slots unwritten).
 
@@ -188,7 +195,9 @@ def _block_scores_live_kernel(
     (``RB`` at a time) for the longest extent's tile count ``nt``, then takes the items ``w = pid, pid + P, ...`` of
     ``rows * nt``, tile-major (item ``w`` is tile ``w // rows`` of row ``w % rows``), so a launch over short rows in a
     wide tensor costs the rows' live tiles and ``P`` programs, not one program per tile of the padded width.  A
-    tile past its row's extent loads and stores nothing (:func:`_bounded_tile`)."""
+    tile past its row's extent loads and stores nothing (:func:`_bounded_tile`).  ``LD``: as in :func:`_scores_program`."""
+    if LD:
+        _tl_cuda.gdc_launch_dependents()
     pid = tl.program_id(0)
     if ZF > 0:
         lo = pid.to(tl.int64) * fper
@@ -268,7 +277,7 @@ def programs_per_row(rows: int, nblocks: int, bj: int, sm_count: int, mult: int 
 
 def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_repeat=1, padded=False,
                         fill_dead=True, whole_tiles=None, programs=None, zero_flags=None, tile=None, num_warps=None,
-                        mult=None, stage_a=None, schedule=None):
+                        mult=None, stage_a=None, schedule=None, launch_dependents=False):
     """Block scores of ``logits`` (arguments validated by :func:`dsa_lab.block_scores`).
 
     Args:
@@ -292,6 +301,9 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
             ``"live"`` (``programs`` in all -- default :data:`SCORES_LIVE_MULT` x SM -- taking the live tiles of every
             row, tile-major; :func:`_block_scores_live_kernel`); default :data:`SCORES_SCHEDULE`; the same values
             either way.
+        launch_dependents: bounded only: the programs signal ``griddepcontrol.launch_dependents`` as they start (a
+            launch after this one, made a programmatic dependent of it, may then start early; it must wait for this
+            launch's writes itself).  CUDA sm_90+ only; the caller decides.
         tile, num_warps: blocks per tile (a power of two; default :func:`tile_blocks`) and warps per program
             (default 4) of the bounded kernel (dev A/B); the same values either way.
         stage_a: bounded only: ``(ws, wrow, sg, sg_min)``, the unfused select's workspace (contiguous int64, at
@@ -363,6 +375,9 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
             raise ValueError(f"stage_a's workspace must be a contiguous int64 tensor of at least rows * wrow slots, "
                              f"wrow >= {-(-nblocks // sgk)}")
     whole = bool(SCORES_WHOLE_TILES if whole_tiles is None else whole_tiles) and not padded
+    if launch_dependents and padded:
+        raise ValueError("launch_dependents applies to the bounded kernel only (padded=False)")
+    ld = {"LD": True} if launch_dependents else {}  # absent: the kernels as compiled before the option existed
     starts = row_starts if row_starts is not None else row_ends
     flags = zero_flags if zero_flags is not None else out
     if live:
@@ -372,7 +387,7 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
         _block_scores_live_kernel[(q,)](
             logits, logits.stride(0), out, row_ends, starts, flags, sg_ws, sg_stride, sg_min, rows, width, nblocks, q,
             fper, RR=int(row_repeat), BS=bs, BSP=bsp, BJ=bj, HAS_START=row_starts is not None, WHOLE=whole, ZF=zf,
-            SG=sgk, RB=1024, num_warps=nw,
+            SG=sgk, RB=1024, num_warps=nw, **ld,
         )
         return out
     if sgk:
@@ -381,12 +396,13 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
         _block_scores_sg_kernel[(rows, q)](
             logits, logits.stride(0), out, row_ends, starts, flags, sg_ws, sg_stride, sg_min, width, nblocks, q,
             RR=int(row_repeat), BS=bs, BSP=bsp, BJ=bj, HAS_START=row_starts is not None, WHOLE=whole,
-            LOOP=q < ntiles, ZF=zf, SG=sgk, num_warps=nw,
+            LOOP=q < ntiles, ZF=zf, SG=sgk, num_warps=nw, **ld,
         )
         return out
     _block_scores_kernel[(rows, q)](
         logits, logits.stride(0), out, row_ends, starts, flags, width, nblocks, q,
         RR=int(row_repeat), BS=bs, BSP=bsp, BJ=bj, HAS_START=row_starts is not None, PADDED=bool(padded),
         FILL_DEAD=bool(fill_dead) or bool(padded), WHOLE=whole, LOOP=q < ntiles and not padded, ZF=zf, num_warps=nw,
+        **ld,
     )
     return out

@@ -60,6 +60,7 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra import cuda as _tl_cuda  # gdc_wait: programmatic dependent launch (sm_90+)
 
 from . import _checks, _impl
 from .keys import PAD_KEY
@@ -652,7 +653,7 @@ def _hier_kernel(
     BS: tl.constexpr, BSP: tl.constexpr, RSEL: tl.constexpr, FLAGS: tl.constexpr, SHORTC: tl.constexpr,
     SC2: tl.constexpr, KC2: tl.constexpr, FASTA: tl.constexpr, PHASE: tl.constexpr, FZW: tl.constexpr,
     DIRECT1D: tl.constexpr, SC3: tl.constexpr, G1S: tl.constexpr, G2S: tl.constexpr, KC3: tl.constexpr,
-    SKEYS: tl.constexpr, SDIR: tl.constexpr, AFIRST: tl.constexpr, L1P: tl.constexpr,
+    SKEYS: tl.constexpr, SDIR: tl.constexpr, AFIRST: tl.constexpr, L1P: tl.constexpr, GDC: tl.constexpr = False,
 ):
     """Exact top-k by nested group maxima.
 
@@ -671,11 +672,17 @@ def _hier_kernel(
     stage A of the rows that need it; ``PHASE = 2`` (grid rows x 1) does everything else per row (direct and
     short-chain rows whole, B-D of the others from the workspace; flags).  Stage A then runs with the registers of
     stage A alone, not of the B-D chain compiled into the same kernel, so more programs stay resident.
+
+    ``GDC``: launched as a programmatic dependent of the scores launch (``launch_pdl``): the row's bounds (inputs,
+    never written by that launch) are read before ``griddepcontrol.wait``, everything the scores launch writes (the
+    scores, stage A's keys, the zeroed flags) only after it.
     """
     S: tl.constexpr = G1 * G2
     row = tl.program_id(0)
     p = tl.program_id(1)
     L, start, end = _row_extent(row, len_ptr, start_ptr, n, width, LEN_MODE, HAS_START, RR, BS)
+    if GDC:
+        _tl_cuda.gdc_wait()
     row_off = row.to(tl.int64) * src_stride
     if PHASE == 1:
         own = p < 0  # the first of two launches only streams stage A: the second writes these rows
@@ -1001,6 +1008,16 @@ UNFUSED_FLAGS_IN_SCORES: bool = True
 UNFUSED_STAGE_A_IN_SCORES: bool | None = None
 
 
+# Unfused composition: the select launch as a programmatic dependent of the scores launch (``launch_pdl``; the hier
+# kernel's ``GDC``: bounds read before ``griddepcontrol.wait``, scores / keys / flags after it), on devices whose
+# facts say ``pdl`` (CUDA sm_90+; never on ROCm or the interpreter).  ``UNFUSED_PDL_EARLY``: the scores programs also
+# signal ``griddepcontrol.launch_dependents`` as they start, so the select's programs can be resident before the
+# scores launch ends.  Predicted (sixteenth session): the two launches' gap (1.38 - 0.72 µs measured) and the select's
+# bound reads (~0.6 µs) overlap the scores launch: ~1 µs off every unfused full-stage point.
+UNFUSED_PDL: bool = False
+UNFUSED_PDL_EARLY: bool = False
+
+
 def _scores_a_rule(rows: int, sm: int) -> bool:
     """The measured rule for ``scores_a`` (:data:`UNFUSED_STAGE_A_IN_SCORES` ``= None``): at most a quarter as many
     rows as SMs, where tune_dev_AE / AG measured it winning or tying at 4K-256K (1-32 rows on 132 SMs)."""
@@ -1255,13 +1272,15 @@ def main_chain_min(cfg: dict) -> int:
 
 
 def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs, config, flags=None, planned=None,
-            ws=None):
+            ws=None, pdl=False):
     """``flags``: a ``uint8 [rows, n + 1]`` tensor the hier kernel zeroes and fills (the flags contract) where its
     plan says ``kernel_flags``; otherwise, and for the other algorithms, the flags kernel fills it after.
     ``planned``: a plan already made from ``config`` (``config`` is then not read again).  ``ws`` (unfused hier
     plans only): the row workspace, its stage-A keys already stored by the scores launch
     (:func:`dsa_lab.scores_triton.block_scores_triton`'s ``stage_a``), so one launch of one program per row runs the
-    rest (``PHASE = 2``)."""
+    rest (``PHASE = 2``).  ``pdl`` (hier plans in one launch after the scores launch, on a device whose facts say
+    ``pdl``): that launch is a programmatic dependent of the scores launch (``GDC``, ``launch_pdl``), so its launch and
+    its reads of the row bounds overlap the end of the scores launch."""
     facts = _impl.facts_for(src)
     cfg = planned
     if cfg is None:
@@ -1309,12 +1328,15 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
                                         MULTI=False, FLAGS=False, PHASE=1, num_warps=cfg["num_warps"], **common)
                 if cfg["phase_only"] == 1:  # dev timing of stage A alone: nothing else is written
                     return out
+            gdc = dict(GDC=True, launch_pdl=True) if pdl and stage_a_done else {}
             _hier_kernel[(rows, 1)](src, stride, lens, starts, out, ws, dummy, flags if kflags else dummy,
                                     n, width, k, 1, MULTI=False, FLAGS=kflags, PHASE=2, num_warps=cfg["num_warps2"],
-                                    **common)
+                                    **common, **gdc)
         else:
+            gdc = dict(GDC=True, launch_pdl=True) if pdl else {}
             _hier_kernel[(rows, P)](src, stride, lens, starts, out, ws, cnt, flags if kflags else dummy, n, width,
-                                    k, P, MULTI=P > 1, FLAGS=kflags, PHASE=0, num_warps=cfg["num_warps"], **common)
+                                    k, P, MULTI=P > 1, FLAGS=kflags, PHASE=0, num_warps=cfg["num_warps"], **common,
+                                    **gdc)
         return out if kflags else _separate_flags(out, flags, width, start_t, bs, rr)
     CAP = cfg["CAP"]
     if P > 1:
@@ -1424,6 +1446,8 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
     swarps = cfg.pop("scores_warps", None)  # unfused: ... and its warps per program (dev A/B)
     sa = cfg.pop("scores_a", None)  # unfused: the scores launch also stores stage A's keys (dev A/B)
     ssched = cfg.pop("scores_sched", None)  # unfused: the scores launch's schedule, "rows" / "live" (dev A/B)
+    pdl = cfg.pop("pdl", None)  # unfused: the select launch a programmatic dependent of the scores launch (dev A/B)
+    pdl_early = cfg.pop("pdl_early", None)  # ... and the scores programs let it launch as they start (dev A/B)
     if fused:
         ids = _launch(logits, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
                       2, True, bs, cfg, flags)
@@ -1452,11 +1476,15 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
         wrow = _hier_wrow(p, False)
         ws = _workspace(rows * wrow, logits.device)
         stage_a = (ws, wrow, S, main_chain_min(p))
+    pdl = UNFUSED_PDL if pdl is None else bool(pdl)
+    pdl = pdl and hier and bool(facts.get("pdl")) and (sa or not p["two_phase"])
+    early = pdl and (UNFUSED_PDL_EARLY if pdl_early is None else bool(pdl_early))
     sc = block_scores_triton(logits, row_ends, row_starts, bs, row_repeat, fill_dead=False,
                              whole_tiles=whole, programs=sprog, tile=stile, num_warps=swarps, mult=smult,
-                             zero_flags=flags if fz else None, stage_a=stage_a, schedule=ssched)  # read < extent only
+                             zero_flags=flags if fz else None, stage_a=stage_a, schedule=ssched,
+                             launch_dependents=early)  # read < extent only
     if fz:
         p["flags_zeroed"] = True
     ids = _launch(sc, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
-                  2, False, bs, cfg, flags, planned=p, ws=ws)
+                  2, False, bs, cfg, flags, planned=p, ws=ws, pdl=pdl)
     return (ids, flags) if with_flags else ids

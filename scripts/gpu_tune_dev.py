@@ -92,6 +92,9 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
   in all taking every row's live tiles, the longest extent's tile count read on the device) at m = 8 / 16, 8 warps
   (m = 4 / 8) and 256-block tiles (m = 8 / 16), against the default grid (~32 x SM programs, rows x programs per row)
   and that grid at 8 x SM; full stage with flags, k = 64, 4K-256K, 1-640 rows.
+* ``AI`` after AH: the unfused select launched as a programmatic dependent of the scores launch (``pdl``: its
+  bounds read before ``griddepcontrol.wait``), with the scores programs signalling ``launch_dependents`` as they start
+  (``pdl_early``), and the scores grid at 8 x SM programs with and without it; full stage with flags, k = 64.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -498,6 +501,13 @@ def points(section):
                "fold_unfused_live_t256_m16": {**lv, "scores_tile": 256, "scores_mult": 16}}
         for ctx in (65536, 4096, 16384, 262144):
             for conc, nn in ((1, 1), (8, 1), (16, 1), (32, 1), (8, 5), (16, 4), (32, 4), (32, 5), (128, 5)):
+                pts.append(("full", ctx, conc, nn, 64, "normal", var))
+    elif section == "AI":  # after AH: the select launch a programmatic dependent of the scores launch (pdl)
+        var = {"fold_unfused": None, "fold_unfused_pdl": {"pdl": True},
+               "fold_unfused_pdl_early": {"pdl": True, "pdl_early": True}, "fold_unfused_m8": {"scores_mult": 8},
+               "fold_unfused_m8_pdl_early": {"scores_mult": 8, "pdl": True, "pdl_early": True}}
+        for ctx in (4096, 65536, 16384, 262144):
+            for conc, nn in ((1, 1), (8, 1), (16, 1), (32, 1), (8, 5), (16, 4), (32, 5), (128, 5)):
                 pts.append(("full", ctx, conc, nn, 64, "normal", var))
     else:
         raise SystemExit(f"unknown section {section}")
