@@ -95,6 +95,9 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
 * ``AI`` after AH: the unfused select launched as a programmatic dependent of the scores launch (``pdl``: its
   bounds read before ``griddepcontrol.wait``), with the scores programs signalling ``launch_dependents`` as they start
   (``pdl_early``), and the scores grid at 8 x SM programs with and without it; full stage with flags, k = 64.
+* ``AJ`` after AI (its box cut it after the 4K points: the compiles of a cold machine): ``pdl_early`` with the
+  scores grid at 8 / 16 / 32 x SM programs, full stage with flags, k = 64, 16K / 64K / 256K then 4K.  Compile first
+  in parallel processes (``--check-only --part i/K``), then time.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -507,6 +510,14 @@ def points(section):
                "fold_unfused_pdl_early": {"pdl": True, "pdl_early": True}, "fold_unfused_m8": {"scores_mult": 8},
                "fold_unfused_m8_pdl_early": {"scores_mult": 8, "pdl": True, "pdl_early": True}}
         for ctx in (4096, 65536, 16384, 262144):
+            for conc, nn in ((1, 1), (8, 1), (16, 1), (32, 1), (8, 5), (16, 4), (32, 5), (128, 5)):
+                pts.append(("full", ctx, conc, nn, 64, "normal", var))
+    elif section == "AJ":  # after AI (cut at 4K by its box): pdl_early with the scores grid at 8 / 16 / 32 x SM
+        pe = {"pdl": True, "pdl_early": True}
+        var = {"fold_unfused": None, "fold_unfused_pdl_early": pe, "fold_unfused_m8": {"scores_mult": 8},
+               "fold_unfused_m8_pdl_early": {"scores_mult": 8, **pe}, "fold_unfused_m16": {"scores_mult": 16},
+               "fold_unfused_m16_pdl_early": {"scores_mult": 16, **pe}}
+        for ctx in (16384, 65536, 262144, 4096):
             for conc, nn in ((1, 1), (8, 1), (16, 1), (32, 1), (8, 5), (16, 4), (32, 5), (128, 5)):
                 pts.append(("full", ctx, conc, nn, 64, "normal", var))
     else:
