@@ -252,8 +252,14 @@ def _convert(s: str):
         return s
 
 
+# columns that name things and stay text even when they read as numbers: a short commit hash such as 3e42133 is
+# float("3e42133") == inf, and 0123456 would lose its zero
+TEXT_COLUMNS = frozenset({"commit"})
+
+
 def load_rows(csv_path) -> list[dict]:
-    """Rows of a CSV as dicts, numbers converted (int, then float), empty → None.
+    """Rows of a CSV as dicts, numbers converted (int, then float), empty → None; the :data:`TEXT_COLUMNS` stay
+    text.
 
     A missing file gives ``[]``.  A trailing partial line (no newline: a writer killed
     mid-write on a filesystem without atomic appends) is dropped.
@@ -266,7 +272,7 @@ def load_rows(csv_path) -> list[dict]:
         text = text[: text.rfind("\n") + 1]
     rows = []
     for r in csv.DictReader(io.StringIO(text)):
-        rows.append({k: _convert(v) for k, v in r.items() if k is not None})
+        rows.append({k: (v or None) if k in TEXT_COLUMNS else _convert(v) for k, v in r.items() if k is not None})
     return rows
 
 

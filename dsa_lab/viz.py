@@ -27,6 +27,7 @@ from pathlib import Path
 import torch
 
 from . import keys
+from .data import TEXT_COLUMNS
 
 __all__ = [
     "setup",
@@ -138,7 +139,7 @@ def _num(v):
 
 def _load_csv(path: Path) -> list[dict]:
     with open(path, newline="") as f:
-        return [{k: _num(v) for k, v in row.items()} for row in csv.DictReader(f)]
+        return [{k: (v or None) if k in TEXT_COLUMNS else _num(v) for k, v in row.items()} for row in csv.DictReader(f)]
 
 
 def load_records(name: str, gpu: str = "h200", *, root: Path | None = None):

@@ -71,6 +71,18 @@ def _writer(args):
         data.append_row(path, {"writer": wid, "i": i, "pad": "x" * 300}, ["writer", "i", "pad"])
 
 
+def test_commit_column_stays_text(tmp_path):
+    """A short commit hash that reads as a number (3e42133 is float inf, 0123456 an int without its zero) stays the
+    text it was, in the package's loader and in the notebooks' (viz); other columns still convert."""
+    from dsa_lab import viz
+
+    p = tmp_path / "r.csv"
+    p.write_text("median_us,commit\n1.5,3e42133\n2,0123456\n3,\n")
+    for rows in (data.load_rows(p), viz._load_csv(p)):
+        assert [r["commit"] for r in rows] == ["3e42133", "0123456", None]
+        assert [r["median_us"] for r in rows] == [1.5, 2, 3]
+
+
 def test_concurrent_appends_are_whole_lines(tmp_path):
     p = str(tmp_path / "x.csv")
     ctx = mp.get_context("fork")

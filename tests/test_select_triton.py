@@ -578,12 +578,22 @@ def test_gpu_candidate_blocks_graph_capture_replay_with_new_ends(impl):
                     lambda: topk_select_reference(block_scores_torch(x, ends, None, 8, 1), k), out)
 
 
+PDL = {"pdl": True, "pdl_early": True}
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("impl,k,rows", [("triton", 64, 8), ("triton_fused", 64, 8), ("triton", 64, 300),
-                                         ("triton", 512, 8), ("triton", 512, 300)])
-def test_gpu_candidate_blocks_with_flags_graph_replay(impl, k, rows):
+@pytest.mark.parametrize("impl,k,rows,cfg", [
+    ("triton", 64, 8, None), ("triton_fused", 64, 8, None), ("triton", 64, 300, None), ("triton", 512, 8, None),
+    ("triton", 512, 300, None),
+    # sixteenth session (dev options, off): the select launch a programmatic dependent of the scores launch, which
+    # signals launch_dependents as its programs start (sm_90+; elsewhere the plain launches run) -- with stage A's keys
+    # (1 / 8 rows), without (64 rows), with the scores grid at 8 x SM programs, and many rows
+    ("triton", 64, 1, PDL), ("triton", 64, 8, PDL), ("triton", 64, 64, {**PDL, "scores_mult": 8}),
+    ("triton", 64, 300, PDL)])
+def test_gpu_candidate_blocks_with_flags_graph_replay(impl, k, rows, cfg):
     """ids + flags in one captured call (hier: flags zeroed and written by the select kernel; k = 512 at 8 rows:
-    the parallel radix, then the flags kernel), replayed with new ends; ids and every flags byte poisoned first."""
+    the parallel radix, then the flags kernel), replayed with new ends; ids and every flags byte poisoned first.
+    ``cfg``: the unfused composition with those dev options (``select_candidate_blocks_triton``)."""
     from dsa_lab.flags import candidate_flags_torch
 
     width = 262144
@@ -593,7 +603,11 @@ def test_gpu_candidate_blocks_with_flags_graph_replay(impl, k, rows):
     res = {}
 
     def call():
-        res["r"] = dsa_lab.select_candidate_blocks(x, ends, k, impl=impl, out=out, with_flags=True)
+        if cfg is not None:
+            res["r"] = st.select_candidate_blocks_triton(x, ends, k, None, 8, 1, out, fused=False, config=dict(cfg),
+                                                         with_flags=True)
+        else:
+            res["r"] = dsa_lab.select_candidate_blocks(x, ends, k, impl=impl, out=out, with_flags=True)
 
     call()
     torch.cuda.synchronize()
