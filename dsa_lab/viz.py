@@ -17,7 +17,6 @@ measured numbers always come from ``data/`` records.
 """
 from __future__ import annotations
 
-import csv
 import json
 import math
 import os
@@ -27,7 +26,7 @@ from pathlib import Path
 import torch
 
 from . import keys
-from .data import TEXT_COLUMNS
+from . import data as _data
 
 __all__ = [
     "setup",
@@ -125,46 +124,15 @@ def data_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "data"
 
 
-def _num(v):
-    if v is None or v == "":
-        return None
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return v
-    if math.isfinite(f) and f == int(f) and "." not in str(v) and "e" not in str(v).lower():
-        return int(f)
-    return f
-
-
-def _load_csv(path: Path) -> list[dict]:
-    with open(path, newline="") as f:
-        return [{k: (v or None) if k in TEXT_COLUMNS else _num(v) for k, v in row.items()} for row in csv.DictReader(f)]
-
-
 def load_records(name: str, gpu: str = "h200", *, root: Path | None = None):
-    """``(rows, meta, path)`` of ``data/<gpu>/<name>.csv`` and its ``.meta.json``; ``(None, None, path)``
-    when the record is absent.  Uses :mod:`dsa_lab.data` when present."""
+    """``(rows, meta, path)`` of ``data/<gpu>/<name>.csv`` (:func:`dsa_lab.data.load_rows`: numbers converted, the
+    commit column kept as text) and its ``.meta.json``; ``(None, None, path)`` when the record is absent."""
     root = Path(root) if root is not None else data_dir()
     path = root / gpu / f"{name}.csv"
     if not path.exists():
         return None, None, path
-    try:
-        from . import data as _data  # the bench helper's loader, when it exists
-
-        rows = [{k: _num(v) if isinstance(v, str) else v for k, v in r.items()} for r in _data.load_rows(path)]
-    except (ImportError, AttributeError):
-        rows = _load_csv(path)
-    meta_path = path.with_suffix(".meta.json")
-    meta = None
-    if meta_path.exists():
-        try:
-            from . import data as _data
-
-            meta = _data.load_meta(meta_path)
-        except (ImportError, AttributeError):
-            meta = json.loads(meta_path.read_text())
-    return rows, meta or {}, path
+    rows = _data.load_rows(path)
+    return rows, _data.load_meta(path.with_suffix(".meta.json")), path
 
 
 def _rel(path) -> str:
@@ -395,7 +363,7 @@ def summarize_verification(path) -> str:
             elif isinstance(v, list):
                 lines.append(f"  {k}: {len(v)} entries" + (f", first: {json.dumps(v[0], sort_keys=True)[:200]}" if v else ""))
         return "\n".join(lines)
-    rows = _load_csv(path)
+    rows = _data.load_rows(path)
     lines = [f"{rel} — {record_label(meta, path)}: {len(rows)} rows"]
     if not rows:
         return lines[0]
