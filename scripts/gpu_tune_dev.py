@@ -98,6 +98,8 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
 * ``AJ`` after AI (its box cut it after the 4K points: the compiles of a cold machine): ``pdl_early`` with the
   scores grid at 8 / 16 / 32 x SM programs, full stage with flags, k = 64, 16K / 64K / 256K then 4K.  Compile first
   in parallel processes (``--check-only --part i/K``), then time.
+* ``AK`` after AJ: the same arms (without ``pdl_early`` at 16 x SM's plain grid) at 20 / 24 / 32 / 40 / 48 / 80 / 128 /
+  320 rows, the rows that set the full stage's medians, for a rule by rows.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -519,6 +521,14 @@ def points(section):
                "fold_unfused_m16_pdl_early": {"scores_mult": 16, **pe}}
         for ctx in (16384, 65536, 262144, 4096):
             for conc, nn in ((1, 1), (8, 1), (16, 1), (32, 1), (8, 5), (16, 4), (32, 5), (128, 5)):
+                pts.append(("full", ctx, conc, nn, 64, "normal", var))
+    elif section == "AK":  # after AJ: the rows between its points (the medians' rows: 20-48), for a rule by rows
+        pe = {"pdl": True, "pdl_early": True}
+        var = {"fold_unfused": None, "fold_unfused_pdl_early": pe, "fold_unfused_m8": {"scores_mult": 8},
+               "fold_unfused_m8_pdl_early": {"scores_mult": 8, **pe},
+               "fold_unfused_m16_pdl_early": {"scores_mult": 16, **pe}}
+        for ctx in (4096, 16384, 65536, 262144):
+            for conc, nn in ((4, 5), (8, 3), (32, 1), (8, 5), (16, 3), (16, 5), (32, 4), (64, 5)):
                 pts.append(("full", ctx, conc, nn, 64, "normal", var))
     else:
         raise SystemExit(f"unknown section {section}")
