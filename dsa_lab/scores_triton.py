@@ -256,7 +256,14 @@ SCORES_PROGRAMS: int | None = 32
 # tiles of every row (the longest extent's tile count, read on the device).  Predicted (sixteenth session): the
 # "rows" grid launches ~32 x SM programs whatever the extents, mostly idle on 4K-64K rows (the unfused full stage's
 # scores launch costs 2.2 µs at 1 x 4K, 4.8 at 64 x 4K, 5.0 at 32 x 64K for 0.1-8 MB), so "live" should cut the
-# 16-160-row points at 4K-64K by 1-3 µs and leave 256K as it is.
+# 16-160-row points at 4K-64K by 1-3 µs and leave 256K as it is.  Measured (H200, full stage with flags, k = 64, same
+# process; data/h200/tune_dev/tune_dev_AH.csv): its best form (8 / 16 x SM programs, 8 warps, 256-block tiles) was
+# slower at 31 of 36 points (1 x 4K 5.3 -> 5.6 µs at best, 640 x 256K 257 -> 261) and faster at five (64-160 rows of
+# 4K-16K, 64 x 4K 8.0 -> 7.1), where the plain grid at 8 x SM programs was faster still (5.9).
+# Its programs read the bounds twice in a row (every row's for the tile count, then the item's) where the grid reads
+# them once, and take 95 registers (sm_90, triton 3.6) against 72.  The same run's control, the grid at 8 x SM
+# programs, was faster at 40-160 rows of 4K-64K (64 x 4K 8.0 -> 5.9 µs) and slower at 256K: see
+# select_triton._pdl_rule.  So "rows"; "live" stays a tested option.
 SCORES_SCHEDULE: str = "rows"
 SCORES_LIVE_MULT: int = 8
 

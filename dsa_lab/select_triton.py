@@ -1013,9 +1013,32 @@ UNFUSED_STAGE_A_IN_SCORES: bool | None = None
 # facts say ``pdl`` (CUDA sm_90+; never on ROCm or the interpreter).  ``UNFUSED_PDL_EARLY``: the scores programs also
 # signal ``griddepcontrol.launch_dependents`` as they start, so the select's programs can be resident before the
 # scores launch ends.  Predicted (sixteenth session): the two launches' gap (1.38 - 0.72 µs measured) and the select's
-# bound reads (~0.6 µs) overlap the scores launch: ~1 µs off every unfused full-stage point.
-UNFUSED_PDL: bool = False
+# bound reads (~0.6 µs) overlap the scores launch: ~1 µs off every unfused full-stage point.  Measured (H200, full
+# stage with flags, k = 64, same process; data/h200/tune_dev/tune_dev_AI/AJ/AK.csv): the dependent launch alone gains
+# nothing (4K 1 row 5.3 -> 5.5 µs; the scores programs only let it launch as they exit); with the early signal, 1-24
+# rows gain 0.4-0.8 µs at every context (1 row 5.3 / 7.2 / 11.9 / 11.6 -> 4.6 / 6.5 / 11.2 / 11.0 µs at 4K-256K),
+# 640 rows 1-2%, but 32-320 rows of 4K-16K lose up to 17% (4K 64 rows 8.0 -> 9.4) while the scores grid has ~32 x SM
+# programs; with ~8-16 x SM programs (``scores_mult``) those points gain instead (4K 64 rows 5.2, 16K 40 rows 7.8).
+# ``None`` takes :func:`_pdl_rule`.  Off (``False``) until a whole record is taken with it: the recorded data are of
+# the plain launches.
+UNFUSED_PDL: bool | None = False
 UNFUSED_PDL_EARLY: bool = False
+
+
+def _pdl_rule(rows: int, sm: int) -> tuple[bool, int | None]:
+    """The measured rule for :data:`UNFUSED_PDL` ``= None``: ``(dependent launch with the early signal, the scores
+    grid's multiple of the SM count or None for its default)``.  tune_dev_AJ / AK (132 SMs), geometric mean over
+    4K-256K against the plain launches: at most a fifth as many rows as SMs (1-26 rows) 0.91-0.95, never worse; a
+    fifth to a third (27-43 rows) no form wins everywhere (32 rows 0.99-1.01, one context up to 8-14% worse): plain;
+    a third to 2.5x (44-330 rows) with ~16 x SM programs 0.91-0.99, at most 2% worse anywhere; beyond, the default grid
+    0.98 (640 rows), at most 1% worse."""
+    if rows * 5 <= sm:
+        return True, None
+    if rows * 3 < sm:
+        return False, None
+    if rows * 2 <= sm * 5:
+        return True, 16
+    return True, None
 
 
 def _scores_a_rule(rows: int, sm: int) -> bool:
@@ -1476,9 +1499,15 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
         wrow = _hier_wrow(p, False)
         ws = _workspace(rows * wrow, logits.device)
         stage_a = (ws, wrow, S, main_chain_min(p))
+    rule_mult = None
+    if pdl is None and UNFUSED_PDL is None:  # the measured rule: the early signal with it, maybe a smaller grid
+        pdl, rule_mult = _pdl_rule(rows, int(facts["sm_count"]))
+        pdl_early = pdl if pdl_early is None else pdl_early
     pdl = UNFUSED_PDL if pdl is None else bool(pdl)
     pdl = pdl and hier and bool(facts.get("pdl")) and (sa or not p["two_phase"])
     early = pdl and (UNFUSED_PDL_EARLY if pdl_early is None else bool(pdl_early))
+    if early and smult is None and sprog is None:  # the rule's grid was measured with the early signal only
+        smult = rule_mult
     sc = block_scores_triton(logits, row_ends, row_starts, bs, row_repeat, fill_dead=False,
                              whole_tiles=whole, programs=sprog, tile=stile, num_warps=swarps, mult=smult,
                              zero_flags=flags if fz else None, stage_a=stage_a, schedule=ssched,

@@ -182,3 +182,26 @@ def test_cuda_probe_section_flags_failures_and_misses():
     assert "**1 failing**" in text
     assert "cluster kernel: none. " in text
     assert report.cuda_probe_section([], {}, "p.csv", "###") == ""
+
+
+def test_full_targets_show_the_select_stage_bound():
+    """A full-stage median target also shows the median it would reach at the select stage's own time (same points,
+    same run), and the note under the table says how close to the select stage each missed target asks the full stage
+    to come: 16K here, full 8 µs against select 5 µs and torch 60 / 90 / 120 µs: bound 18x (met-able: 1.20x); a met
+    target (4K) is not named."""
+    def row(arm, stage, ctx, conc, us):
+        return {"arm": arm, "stage": stage, "context": ctx, "concurrency": conc, "next_n": 1, "rows": conc, "k": 64,
+                "dist": "normal", "median_us": us}
+    rows = []
+    for conc, t in ((1, 60.0), (8, 90.0), (32, 120.0)):
+        rows += [row("torch", "full", 16384, conc, t), row("triton", "full", 16384, conc, 8.0),
+                 row("triton", "select", 16384, conc, 5.0),
+                 row("torch", "full", 4096, conc, t), row("triton", "full", 4096, conc, 3.0),
+                 row("triton", "select", 4096, conc, 2.0)]
+    idx = report.index(rows)
+    assert report.select_bound(idx, 16384) == pytest.approx(18.0)
+    t = {r[0]: r for r in report.full_targets(idx)}
+    assert "at the select stage's own time: 18.00x" in t["full: median speedup over torch at 16K ≥ 15x"][3]
+    assert t["full: median speedup over torch at 4K ≥ 15x"][2] == "**met**"  # 30x
+    note = report.bound_note(idx)
+    assert "16K 1.20x" in note and "4K" not in note.replace("16K", "")

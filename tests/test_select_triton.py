@@ -710,6 +710,40 @@ def test_scores_a_default_rule(monkeypatch, stage_a_calls):
         assert calls[-1] is want, cfg
 
 
+def test_pdl_rule_by_rows():
+    """:func:`_pdl_rule` at 132 SMs, the device it was measured on (tune_dev_AJ / AK): the early-signalled dependent
+    launch at 1-26 rows and from 44 rows on, the plain launches at 27-43, the ~16 x SM scores grid at 44-330 rows only;
+    it scales with the SM count."""
+    assert [st._pdl_rule(r, 132) for r in (1, 26, 27, 43, 44, 330, 331, 640)] == [
+        (True, None), (True, None), (False, None), (False, None), (True, 16), (True, 16), (True, None), (True, None)]
+    assert st._pdl_rule(2, 8) == (False, None) and st._pdl_rule(1, 8) == (True, None)
+
+
+@pytest.mark.parametrize("setting", [None, True])
+def test_pdl_needs_the_device(monkeypatch, setting, fresh_seed):
+    """With :data:`UNFUSED_PDL` on or by its rule, a device whose facts say no ``pdl`` (the interpreter; ROCm) runs the
+    plain launches: the scores launch gets no ``launch_dependents`` and the rule's smaller grid is not taken; the ids
+    and flags equal the reference."""
+    from dsa_lab import scores_triton
+    from dsa_lab.flags import candidate_flags_torch
+
+    seen = []
+    real = scores_triton.block_scores_triton
+    monkeypatch.setattr(scores_triton, "block_scores_triton",
+                        lambda *a, **kw: seen.append((kw.get("launch_dependents"), kw.get("mult"))) or real(*a, **kw))
+    monkeypatch.setattr(st, "UNFUSED_PDL", setting)
+    gen = torch.Generator().manual_seed(fresh_seed)
+    rows, width, k = 3, 2000, 5
+    x = torch.randn(rows, width, generator=gen)
+    ends = torch.tensor([2000, 900, 1])
+    ref = topk_select_reference(block_scores_torch(x, ends, None, 8, 1), k)
+    ids, fl = st.select_candidate_blocks_triton(x, ends, k, None, 8, 1, poisoned(rows, k, "cpu"), fused=False,
+                                                with_flags=True)
+    assert_same_sets(ids, ref, f"UNFUSED_PDL={setting} seed={fresh_seed}")
+    assert torch.equal(fl, candidate_flags_torch(ref, width, None, 8, 1))
+    assert seen == [(False, None)], seen
+
+
 def test_scores_a_keys_for_every_main_chain_row(monkeypatch, fresh_seed):
     """With ``scores_a`` the select reads stage A's keys that only the scores launch wrote: the workspace is
     poisoned with keys that would outrank every real one, so a main-chain row whose keys the launch skipped
