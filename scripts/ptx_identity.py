@@ -6,8 +6,8 @@
 
 Compiles :func:`dsa_lab.select_triton._hier_kernel` of both trees for sm_90 (``GPUTarget("cuda", 90, 32)``) at five
 default plans -- the select stage at 1 and 640 rows, the unfused candidate-block path at 32 rows (flags zeroed by the
-scores launch), the fused kernel at 1 and 640 rows -- and :func:`dsa_lab.scores_triton._block_scores_kernel` at five
-(``SCORES_CASES``; its SASS, see :func:`scores_sass`), and compares the PTX with source locations and debug sections
+scores launch), the fused kernel at 1 and 640 rows -- :func:`dsa_lab.scores_triton._block_scores_kernel` at five
+(``SCORES_CASES``; its SASS, see :func:`scores_sass`) and ``_block_scores_sg_kernel`` at two (``SG_CASES``), and compares the PTX with source locations and debug sections
 stripped (``.loc`` / ``.file`` lines, labels, ``.b8`` / ``.b32`` data): a kernel source edit that leaves the compiled
 instructions alone (a new constexpr option that is off, a docstring) then compares equal, so the data recorded with
 the other tree still stands for these kernels.  Exit status 1 when any plan differs.  A tree whose plan has options
@@ -112,6 +112,23 @@ def scores_sass(root, case):
     return _sass(k.asm["cubin"])
 
 
+# the scores launch of the unfused full stage at up to a quarter as many rows as SMs (``scores_a``: the stage-A keys
+# of 64-block super groups; the kernel since the fourteenth session): (BS, BJ, HAS_START, LOOP, ZF, SG)
+SG_CASES = {"scores_a": (8, 512, False, True, 2, 64), "scores_a_starts": (8, 512, True, True, 1, 64)}
+
+
+def scores_sg_sass(root, case):
+    """The SASS of ``_block_scores_sg_kernel`` of the tree at ``root`` (its own signature, new constexprs at their
+    defaults)."""
+    sc = load_tree(root, "dsa_lab.scores_triton")
+    bs, bj, hs, loop, zf, sg = SG_CASES[case]
+    cx = dict(RR=1, BS=bs, BSP=1 << (bs - 1).bit_length(), BJ=bj, HAS_START=hs, WHOLE=False, LOOP=loop, ZF=zf, SG=sg)
+    sig = {a: SCORES_TYPES.get(a, "constexpr") for a in sc._block_scores_sg_kernel.arg_names}
+    k = triton.compile(ASTSource(sc._block_scores_sg_kernel, sig, constexprs=cx), target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": 4})
+    return _sass(k.asm["cubin"])
+
+
 def main():
     if len(sys.argv) != 3:
         raise SystemExit(__doc__)
@@ -124,8 +141,10 @@ def main():
             hashes[(label, case)] = hashlib.sha1(stripped_ptx(st, case).encode()).hexdigest()[:12]
         for case in SCORES_CASES:
             hashes[(label, case)] = hashlib.sha1(scores_sass(root, case).encode()).hexdigest()[:12]
+        for case in SG_CASES:
+            hashes[(label, case)] = hashlib.sha1(scores_sg_sass(root, case).encode()).hexdigest()[:12]
     same = True
-    for case in (*CASES, *SCORES_CASES):
+    for case in (*CASES, *SCORES_CASES, *SG_CASES):
         a, b = hashes[("old", case)], hashes[("new", case)]
         same &= a == b
         print(f"{case:<14} {old_root}: {a}  {new_root}: {b}  {'same' if a == b else 'DIFFERENT'}")
