@@ -568,28 +568,17 @@ class Sweep:
         return row
 
     # ---- select / full
-    def _select_full_calls(self, p: Point, seed: int):
-        """(inputs, arm -> callable, result -> ids) of a select / full point."""
-        if p.stage == "select":
-            inp = select_stage_inputs(p, self.mml, seed, self.device)
-            return inp, (lambda a: select_arm_fn(a, inp, p.k)), (lambda r: r)
-        inp = full_stage_inputs(p, self.mml, seed, self.device)
-        return inp, (lambda a: full_arm_fn(a, inp, p.k, self.flags_fn)), (lambda r: r[0])
-
-    def warm_select_full(self, p: Point, arms: list[str]) -> None:
-        """Call each arm once on the point's inputs (its kernels compile into Triton's on-disk cache); time, check
-        and record nothing."""
-        inp, make, _ = self._select_full_calls(p, self.seed_for(p))
-        for arm in arms:
-            make(arm)()
-        if on_gpu():
-            torch.cuda.synchronize()
-        del inp
-
     def run_select_full(self, p: Point, arms: list[str], deadline: Deadline) -> None:
         seed = self.seed_for(p)
         rec = self.recorder(p.suite)
-        inp, make, ids_of = self._select_full_calls(p, seed)
+        if p.stage == "select":
+            inp = select_stage_inputs(p, self.mml, seed, self.device)
+            make = lambda a: select_arm_fn(a, inp, p.k)  # noqa: E731
+            ids_of = lambda r: r  # noqa: E731
+        else:
+            inp = full_stage_inputs(p, self.mml, seed, self.device)
+            make = lambda a: full_arm_fn(a, inp, p.k, self.flags_fn)  # noqa: E731
+            ids_of = lambda r: r[0]  # noqa: E731
         need_check = any(a != "torch" for a in arms)
         baseline = None
         if need_check:
@@ -835,10 +824,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "triton.testing.do_bench_cudagraph (for a cross-check)")
     p.add_argument("--seed", type=int, default=None, help="base seed (default: fresh each run; recorded per row)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--part", default=None, help="i/K: only the pending points i, i+K, ... (parallel processes)")
-    p.add_argument("--warm-only", action="store_true",
-                   help="call every arm of the pending select / full points once (compiles their kernels into Triton's "
-                        "cache) and record nothing; with --part in parallel processes before a timed sweep")
 
 
 def command_line(args) -> str:
@@ -898,9 +883,6 @@ def run(args) -> int:
     sw = Sweep(args, {}, out_dir, git.get("commit"))
     pending = [(p, sw.pending_arms(p)) for p in plan]
     pending = [(p, a) for p, a in pending if a]
-    if getattr(args, "part", None):
-        i, kk = _parse_part(args.part)
-        pending = pending[i::kk]
     total_rows = sum(len(a) for _, a in pending)
     if args.plan:
         print(f"plan: {len(plan)} points, {len(pending)} with work left, {total_rows} rows to measure -> {out_dir}")
@@ -909,8 +891,6 @@ def run(args) -> int:
     if not pending:
         print(f"nothing to do: all {len(plan)} points are recorded in {out_dir}")
         return 0
-    if getattr(args, "warm_only", False):
-        return _warm(sw, pending, args.max_seconds, t_start)
     print(f"measuring ceilings ({bench.timing_method()}) ...", flush=True)
     sw.ceilings = bench.measure_ceilings()
     print(f"  stream {sw.ceilings['stream_gbps']:.0f} GB/s, one launch {sw.ceilings['launch_us']:.2f} us, "
@@ -972,41 +952,6 @@ def run(args) -> int:
     if len(sw.errors) > 20:
         print(f"... and {len(sw.errors) - 20} more errors")
     return 1 if (sw.errors or sw.mismatches) else 0
-
-
-def _parse_part(text: str) -> tuple[int, int]:
-    """``"i/K"`` -> (i, K) with 0 <= i < K; anything else is a ValueError naming ``--part``."""
-    try:
-        i, kk = (int(v) for v in str(text).split("/"))
-    except ValueError:
-        raise ValueError(f"--part must be i/K (two integers), got {text!r}") from None
-    if not 0 <= i < kk:
-        raise ValueError(f"--part i/K needs 0 <= i < K, got {text!r}")
-    return i, kk
-
-
-def _warm(sw: Sweep, pending, max_seconds, t_start) -> int:
-    """``--warm-only``: each pending select / full point's arms called once, nothing recorded (no rows, no meta)."""
-    deadline = Deadline(None if max_seconds is None else max(max_seconds - (time.monotonic() - t_start), 0.0))
-    done = skipped = 0
-    for p, arms in pending:
-        if deadline.passed():
-            break
-        if p.suite not in ("select", "full"):
-            skipped += 1
-            continue
-        try:
-            sw.warm_select_full(p, arms)
-        except Exception as e:  # noqa: BLE001 - a failing arm is the timed sweep's to report
-            sw.errors.append(f"{p}: {type(e).__name__}: {e}")
-        if on_gpu():
-            torch.cuda.empty_cache()
-        done += 1
-    print(f"warmed {done} of {len(pending)} pending points in {time.monotonic() - t_start:.0f} s (nothing recorded)"
-          + (f"; {skipped} step / producer points skipped" if skipped else ""))
-    for e in sw.errors[:20]:
-        print("ERROR", e)
-    return 1 if sw.errors else 0
 
 
 def _write_meta(out_dir: Path, name: str, command: str, sw: Sweep, plan, *, status: str, added: int = 0) -> None:

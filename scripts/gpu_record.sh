@@ -7,7 +7,6 @@
 #         MATRIX_SHARDS parallel shards, every arm, plus the graph-capture tests),
 #         graph (pytest -m gpu graph-capture tests),
 #         gputests (every gpu-marked test), gputests3 (those outside tests/test_matrix.py in three processes),
-#         warm (the select/full sweep's kernels compiled in parallel processes, nothing recorded; before sweep),
 #         sweep (select/full, resumable), stepprod (step + producer suites),
 #         fuzz (random cases, both arms), live (the notebooks' live callbacks on CUDA),
 #         radixdev (scripts/gpu_radix_dev.py: the experimental radix selects beside the default kernel),
@@ -87,17 +86,6 @@ for ph in "$@"; do
         --ignore tests/test_select_radix.py --ignore tests/test_matrix.py > "$LOGS/gputests_3.log" 2>&1 & pids+=($!)
       wait "${pids[@]}"
       tail -n 2 "$LOGS"/gputests_*.log ;;
-    warm)
-      # the select / full sweep's kernels compiled in WARM_PROCS (12) processes into Triton's on-disk cache (each calls
-      # every arm of its share of the pending points once; nothing is timed or recorded), so a sweep phase after it
-      # spends its box timing rather than compiling one kernel after another
-      box_s=$(box "${RESERVE_WARM_S:-300}"); n=${WARM_PROCS:-12}; pids=()
-      for i in $(seq 0 $(( n - 1 ))); do
-        timeout "$box_s" python3 -m dsa_lab.cli sweep --suite select,full --warm-only --part "$i/$n" --no-progress \
-          > "$LOGS/warm_$i.log" 2>&1 & pids+=($!)
-      done
-      wait "${pids[@]}"
-      tail -qn 1 "$LOGS"/warm_*.log ;;
     sweep) cli sweep --suite select,full --max-seconds "$(box "${RESERVE_SWEEP_S:-250}")" --no-progress ;;
     stepprod) cli sweep --suite step,producer --max-seconds "$(box "${RESERVE_STEP_S:-170}")" --no-progress ;;
     fuzz) cli verify --scale gpu --no-matrix --fuzz "${FUZZ:-100000}" --fuzz-max-seconds "$(box 20)" \

@@ -199,23 +199,3 @@ def test_full_stage_arms_fused_only_where_it_serves(tmp_path):
     small = sw.pending_arms(sweep.Point("full", "full", 512, 1, 1, 64, "normal"))
     big = sw.pending_arms(sweep.Point("full", "full", 512, 1, 1, 2048, "normal"))
     assert "triton_fused" in small and "triton_fused" not in big and "triton" in big
-
-
-def test_warm_only_records_nothing_and_parts_split(tmp_path, monkeypatch, capsys):
-    """``--warm-only --part i/K`` (the record script's parallel compile pass): each process calls every arm of its
-    share of the pending points once and writes no row and no metadata; the K parts cover the points once between
-    them; a malformed part is a ValueError naming ``--part``."""
-    seen = []
-    real = sweep.Sweep.warm_select_full
-    monkeypatch.setattr(sweep.Sweep, "warm_select_full",
-                        lambda self, p, arms: seen.append((str(p), tuple(arms))) or real(self, p, arms))
-    args = ["sweep", "--suite", "select", "--contexts", "512", "--concurrency", "1,2", "--next-n", "1",
-            "--out", str(tmp_path)] + SEED
-    for i in range(2):
-        assert cli.main(args + ["--warm-only", "--part", f"{i}/2"]) == 0
-        assert "warmed 1 of 1 pending points" in capsys.readouterr().out
-    assert list(tmp_path.iterdir()) == []  # no rows, no meta
-    assert len(seen) == 2 and seen[0][0] != seen[1][0] and all(arms for _, arms in seen)
-    for bad in ("2/2", "x", "1/0"):
-        with pytest.raises(ValueError, match="--part"):
-            cli.main(args + ["--part", bad])
