@@ -218,8 +218,8 @@ def _block_scores_live_kernel(
     for w in range(pid, total, P):
         jt = w // rows
         row = w - jt * rows
-        # the bounds as in _scores_program, written out again: a helper shared with it changed the SASS of
-        # _block_scores_sg_kernel, a recorded kernel (scripts/ptx_identity.py, SG_CASES)
+        # the bounds as in _scores_program, written out again: a helper shared with it (tried with and without the
+        # extent) changed the SASS of _block_scores_sg_kernel, a recorded kernel (scripts/ptx_identity.py, SG_CASES)
         g = row // RR
         end = tl.maximum(tl.load(end_ptr + g).to(tl.int64), 0)
         start = tl.zeros([], tl.int64)
