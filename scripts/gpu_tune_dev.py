@@ -100,6 +100,8 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
   in parallel processes (``--check-only --part i/K``), then time.
 * ``AK`` after AJ: the same arms (without ``pdl_early`` at 16 x SM's plain grid) at 20 / 24 / 32 / 40 / 48 / 80 / 128 /
   320 rows, the rows that set the full stage's medians, for a rule by rows.
+* ``AL`` (seventeenth session, ``UNFUSED_PDL = None``): the default (the rule) beside the plain launches,
+  ``pdl_early`` and ``pdl_early`` at 16 x SM, at 256 / 320 / 384 / 512 / 640 rows, where AK stopped.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -529,6 +531,13 @@ def points(section):
                "fold_unfused_m16_pdl_early": {"scores_mult": 16, **pe}}
         for ctx in (4096, 16384, 65536, 262144):
             for conc, nn in ((4, 5), (8, 3), (32, 1), (8, 5), (16, 3), (16, 5), (32, 4), (64, 5)):
+                pts.append(("full", ctx, conc, nn, 64, "normal", var))
+    elif section == "AL":  # seventeenth session, UNFUSED_PDL = None: the rule's rows past AK's (256-640), forms pinned
+        pe = {"pdl": True, "pdl_early": True}
+        var = {"fold_unfused": None, "fold_unfused_plain": {"pdl": False}, "fold_unfused_pdl_early": pe,
+               "fold_unfused_m16_pdl_early": {"scores_mult": 16, **pe}}
+        for ctx in (4096, 16384, 65536, 262144):
+            for conc, nn in ((64, 4), (64, 5), (128, 3), (128, 4), (128, 5)):
                 pts.append(("full", ctx, conc, nn, 64, "normal", var))
     else:
         raise SystemExit(f"unknown section {section}")
