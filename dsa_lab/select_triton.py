@@ -1030,13 +1030,14 @@ def _pdl_rule(rows: int, sm: int) -> tuple[bool, int | None]:
     grid's multiple of the SM count or None for its default)``.  tune_dev_AJ / AK (132 SMs), geometric mean over
     4K-256K against the plain launches: at most a fifth as many rows as SMs (1-26 rows) 0.91-0.95, never worse; a
     fifth to a third (27-43 rows) no form wins everywhere (32 rows 0.99-1.01, one context up to 8-14% worse): plain;
-    a third to 2.5x (44-330 rows) with ~16 x SM programs 0.91-0.99, at most 2% worse anywhere; beyond, the default grid
-    0.98 (640 rows), at most 1% worse."""
+    a third to 3x (44-396 rows) with ~16 x SM programs 0.91-0.99 (tune_dev_AL: 256 rows 0.96, 384 rows 0.97, where the
+    default grid read 1.01), at most 2% worse anywhere; beyond, the default grid 0.99 / 0.98 (512 / 640 rows), at
+    most 1% worse."""
     if rows * 5 <= sm:
         return True, None
     if rows * 3 < sm:
         return False, None
-    if rows * 2 <= sm * 5:
+    if rows <= sm * 3:
         return True, 16
     return True, None
 
