@@ -1019,8 +1019,9 @@ UNFUSED_STAGE_A_IN_SCORES: bool | None = None
 # rows gain 0.4-0.8 µs at every context (1 row 5.3 / 7.2 / 11.9 / 11.6 -> 4.6 / 6.5 / 11.2 / 11.0 µs at 4K-256K),
 # 640 rows 1-2%, but 32-320 rows of 4K-16K lose up to 17% (4K 64 rows 8.0 -> 9.4) while the scores grid has ~32 x SM
 # programs; with ~8-16 x SM programs (``scores_mult``) those points gain instead (4K 64 rows 5.2, 16K 40 rows 7.8).
-# ``None`` takes :func:`_pdl_rule`: on by that rule from the seventeenth session (rows 330-640 measured by tune_dev_AL
-# before the whole re-record; v2.10 in notes/select_kernel.md).
+# ``None`` takes :func:`_pdl_rule`: on by that rule since the seventeenth session (tune_dev_AL measured 256-640 rows
+# first), the whole record re-taken at 790c635 (v2.10 in notes/select_kernel.md): full stage 1 row 5.3 / 7.2 / 11.8 /
+# 11.7 -> 4.6 / 6.5 / 11.3 / 11.1 µs at 4K-256K, the 256 k = 64 full points' geometric mean 0.94 (0.83-1.07).
 UNFUSED_PDL: bool | None = None
 UNFUSED_PDL_EARLY: bool = False
 

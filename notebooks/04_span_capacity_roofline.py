@@ -385,6 +385,15 @@ if tuneU[0]:
 # a quarter as many rows as SMs) and re-recorded whole at 3e42133 — the sweep above is of these kernels. Recorded,
 # against 1d76555: full 1 row 5.9 / 7.8 / 12.5 / 14.5 → 5.3 / 7.2 / 11.8 / 11.7 µs at 4K / 16K / 64K / 256K; the
 # points above the rule's 33 rows and the select stage did not move.
+#
+# Sixteenth and seventeenth sessions (sections AJ-AL): the select launched as a programmatic dependent of the scores
+# launch (Hopper's `griddepcontrol`; the select reads its row bounds, then waits), with the scores programs signalling
+# early (`fold_unfused_pdl_early`), and the scores grid at 8 / 16 x SM programs instead of ~32 (`_m8_`, `_m16_`).
+# `_pdl_rule` takes it by rows: early-signalled at most a fifth as many rows as SMs and from a third on, the 16 x SM
+# grid from a third to 3x, plain launches between. In AL, `fold_unfused` is that rule and `fold_unfused_plain` the
+# launches without it. On by the rule (v2.10) and re-recorded whole at 790c635 — the sweep above is of these kernels.
+# Recorded, against 3e42133: full 1 row 5.3 / 7.2 / 11.8 / 11.7 → 4.6 / 6.5 / 11.3 / 11.1 µs; the full-stage medians
+# 12.9x / 9.6x / 5.7x → 13.3x / 9.8x / 5.7x; the select stage did not move.
 
 # %%
 for name, arms, stage in (("fused_direct_dev", None, None),
@@ -405,7 +414,13 @@ for name, arms, stage in (("fused_direct_dev", None, None),
                           ("tune_dev/tune_dev_AC", ["torch", "fold_unfused_no_pairs", "fold_unfused"], "full"),
                           ("tune_dev/tune_dev_AD", ["torch", "fold_unfused_no_pairs", "fold_unfused"], "full"),
                           ("tune_dev/tune_dev_AG", ["torch", "fold_unfused_nosa", "fold_unfused_br"], "full"),
-                          ("tune_dev/tune_dev_AG_rest", ["torch", "fold_unfused_nosa", "fold_unfused_br"], "full")):
+                          ("tune_dev/tune_dev_AG_rest", ["torch", "fold_unfused_nosa", "fold_unfused_br"], "full"),
+                          ("tune_dev/tune_dev_AJ", ["torch", "fold_unfused", "fold_unfused_pdl_early",
+                                                    "fold_unfused_m16_pdl_early"], "full"),
+                          ("tune_dev/tune_dev_AK", ["torch", "fold_unfused", "fold_unfused_pdl_early",
+                                                    "fold_unfused_m16_pdl_early"], "full"),
+                          ("tune_dev/tune_dev_AL", ["torch", "fold_unfused_plain", "fold_unfused_pdl_early",
+                                                    "fold_unfused_m16_pdl_early", "fold_unfused"], "full")):
     recs = viz.load_records(name if name.startswith("tune_dev") else "tune_dev/" + name)
     print(viz.record_label(recs[1], recs[2]) if recs[0] else "NO RECORD")
     if recs[0] and arms is None:
