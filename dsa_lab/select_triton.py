@@ -1026,6 +1026,13 @@ UNFUSED_PDL: bool | None = None
 UNFUSED_PDL_EARLY: bool = False
 
 
+# Unfused composition in one launch (:mod:`dsa_lab.tail_triton`): the scores launch's programs, then each row's last
+# program to arrive selects the row, so there is no second launch and a row's select does not wait for the other
+# rows' scores.  Predicted (seventeenth session): the full stage at 1-40 rows close to the select stage alone plus one
+# tile's stream (~0.5-1 µs), e.g. 32 x 16K 8.4 -> ~6 µs against a select stage of 5.2.  Off until measured.
+UNFUSED_TAIL: bool = False
+
+
 def _pdl_rule(rows: int, sm: int) -> tuple[bool, int | None]:
     """The measured rule for :data:`UNFUSED_PDL` ``= None``: ``(dependent launch with the early signal, the scores
     grid's multiple of the SM count or None for its default)``.  tune_dev_AJ / AK (132 SMs), geometric mean over
@@ -1473,6 +1480,7 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
     ssched = cfg.pop("scores_sched", None)  # unfused: the scores launch's schedule, "rows" / "live" (dev A/B)
     pdl = cfg.pop("pdl", None)  # unfused: the select launch a programmatic dependent of the scores launch (dev A/B)
     pdl_early = cfg.pop("pdl_early", None)  # ... and the scores programs let it launch as they start (dev A/B)
+    tail = cfg.pop("tail", None)  # unfused: one launch, each row's last scores program selects it (dev A/B)
     if fused:
         ids = _launch(logits, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
                       2, True, bs, cfg, flags)
@@ -1483,6 +1491,12 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
     facts = _impl.facts_for(logits)
     p = plan(rows, nblocks, topk_blocks, facts, fused=False, block_size=bs, **cfg)
     hier = p["algo"] == "hier"
+    if UNFUSED_TAIL if tail is None else bool(tail):
+        from .tail_triton import tail_select_launch
+
+        ids = tail_select_launch(logits, row_ends, row_starts, out, flags, p, topk_blocks, bs, row_repeat,
+                                 programs=sprog, mult=smult, tile=stile, num_warps=swarps, whole_tiles=whole)
+        return (ids, flags) if with_flags else ids
     fz = fz and flags is not None and hier and p["kernel_flags"]  # else the flags kernel zeroes and sets them after
     # stage A's keys by the scores launch: hier plans whose super groups tile the scores launch's tiles
     if sa and (not hier or p["two_phase"]):

@@ -102,6 +102,9 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
   320 rows, the rows that set the full stage's medians, for a rule by rows.
 * ``AL`` (seventeenth session, ``UNFUSED_PDL = None``): the default (the rule) beside the plain launches,
   ``pdl_early`` and ``pdl_early`` at 16 x SM, at 256 / 320 / 384 / 512 / 640 rows, where AK stopped.
+* ``AM`` (seventeenth session): the unfused composition in one launch (``tail``: each row's last scores program
+  selects the row, :mod:`dsa_lab.tail_triton`) at 8 / 4 warps and with the scores grid at 8 x SM, against the default
+  (two launches, the select a programmatic dependent by ``_pdl_rule``), full stage with flags, k = 64, 1-160 rows.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -539,6 +542,13 @@ def points(section):
         for ctx in (4096, 16384, 65536, 262144):
             for conc, nn in ((64, 4), (64, 5), (128, 3), (128, 4), (128, 5)):
                 pts.append(("full", ctx, conc, nn, 64, "normal", var))
+    elif section == "AM":  # seventeenth session: one launch, each row's last scores program selects it (tail)
+        var = {"fold_unfused": None, "fold_unfused_tail": {"tail": True},
+               "fold_unfused_tail_w4": {"tail": True, "scores_warps": 4},
+               "fold_unfused_tail_m8": {"tail": True, "scores_mult": 8}}
+        for ctx in (16384, 4096, 65536, 262144):
+            for conc, nn in ((1, 1), (8, 1), (16, 1), (8, 3), (32, 1), (8, 5), (16, 4), (32, 5)):
+                pts.append(("full", ctx, conc, nn, 64, "normal", var))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts
@@ -615,10 +625,10 @@ def main():
             from dsa_lab.sweep import _padded_scores
 
             base = lambda inp=inp: torch_topk_store(_padded_scores(inp["logits"], inp["ends"], padded=True), k)  # noqa
-        res, checks = {}, {}
+        res, checks, outs = {}, {}, {}
         fns = {"torch": base}
         for name, cfg in var.items():
-            out = torch.empty((p.rows, k), dtype=torch.int32, device=dev)
+            out = outs[name] = torch.empty((p.rows, k), dtype=torch.int32, device=dev)
             fn = make_fn(stage, inp, k, name, cfg, out)
             out.fill_(POISON)
             try:
@@ -648,6 +658,12 @@ def main():
             for name, fn in fns.items():
                 tm = bench.time_cuda_graph(fn, rep_ms=10.0, max_replays=60)
                 res[name] = tm.median_us
+                if name in outs and checks.get(name) == "ok":  # the ids the graph's last replay wrote, checked again
+                    nbad, msg = compare(outs[name], ref)
+                    if nbad:
+                        checks[name] = f"after replays: mismatch {nbad}/{p.rows}: {msg[:100]}"
+                        bad_total += 1
+                        print(f"  {stage} {ctx} rows {p.rows} k {k} {dist} {name}: {checks[name]}", flush=True)
                 w.writerow({"stage": stage, "context": ctx, "concurrency": conc, "next_n": nn, "rows": p.rows, "k": k,
                             "dist": dist, "arm": name, "median_us": round(tm.median_us, 3),
                             "p10_us": round(tm.p10_us, 3), "p90_us": round(tm.p90_us, 3),

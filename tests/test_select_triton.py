@@ -356,6 +356,16 @@ BLOCK_PATHS = [
                      "scores_tile": 8, "scores_programs": 5, "flags_in_scores": True}),
     ("scores_live_a", {"direct": 4, "group": 4, "programs": 3, "scores_a": True, "scores_sched": "live",
                        "scores_tile": 16, "scores_programs": 3}),
+    # seventeenth session (unfused, dev option): one launch, each row's last scores program selects the row
+    # (dsa_lab.tail_triton) -- the direct top-k, every chain (k = 1: rows on both sides of main_chain_min), the main
+    # chain from stage A's keys the scores programs stored, the narrow chain with several striding programs per row,
+    # and B-D by the register radix select
+    ("tail_direct", {"tail": True}),
+    ("tail_chains", {"direct": 4, "group": 4, "programs": 3, "tail": True}),
+    ("tail_chain_a", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "tail": True}),
+    ("tail_chain3_tiles", {"direct": 4, "group": 4, "programs": 3, "short_chain3": True, "tail": True,
+                           "scores_tile": 16, "scores_programs": 2}),
+    ("tail_rsel", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "rsel": True, "tail": True}),
 ]
 
 
@@ -589,7 +599,9 @@ PDL = {"pdl": True, "pdl_early": True}
     # signals launch_dependents as its programs start (sm_90+; elsewhere the plain launches run) -- with stage A's keys
     # (1 / 8 rows), without (64 rows), with the scores grid at 8 x SM programs, and many rows
     ("triton", 64, 1, PDL), ("triton", 64, 8, PDL), ("triton", 64, 64, {**PDL, "scores_mult": 8}),
-    ("triton", 64, 300, PDL)])
+    ("triton", 64, 300, PDL),
+    # seventeenth session (dev option, off): one launch, each row's last scores program selects the row
+    ("triton", 64, 1, {"tail": True}), ("triton", 64, 8, {"tail": True}), ("triton", 64, 64, {"tail": True})])
 def test_gpu_candidate_blocks_with_flags_graph_replay(impl, k, rows, cfg):
     """ids + flags in one captured call (hier: flags zeroed and written by the select kernel; k = 512 at 8 rows:
     the parallel radix, then the flags kernel), replayed with new ends; ids and every flags byte poisoned first.
@@ -667,6 +679,17 @@ def test_candidate_blocks_flags_out_misaligned(fused, fresh_seed):
                                                  config=cfg, with_flags=True, flags_out=fl)
     assert_same_sets(ids, ref, f"fused={fused} seed={fresh_seed}")
     assert torch.equal(got, candidate_flags_torch(ref, width, None, bs, 1)) and int(buf[0]) == 0xAB
+
+
+@pytest.mark.parametrize("cfg", [{"algo": "radix", "tail": True}, {"two_phase": True, "tail": True},
+                                 {"group": 8, "scores_tile": 4, "tail": True}])
+def test_tail_needs_the_one_launch_hier_select(cfg):
+    """``tail`` (one launch: each row's last scores program selects it) takes the hier select's one-launch plan and
+    stage A's keys from the scores tiles: a radix or two-launch plan, or super groups wider than the scores tile,
+    is a ValueError naming it."""
+    x = torch.randn(2, 400)
+    with pytest.raises(ValueError, match="tail"):
+        st.select_candidate_blocks_triton(x, torch.tensor([400, 200]), 8, None, 8, 1, None, fused=False, config=cfg)
 
 
 @pytest.mark.parametrize("cfg", [{"algo": "radix", "scores_a": True}, {"two_phase": True, "scores_a": True},
