@@ -1029,7 +1029,12 @@ UNFUSED_PDL_EARLY: bool = False
 # Unfused composition in one launch (:mod:`dsa_lab.tail_triton`): the scores launch's programs, then each row's last
 # program to arrive selects the row, so there is no second launch and a row's select does not wait for the other
 # rows' scores.  Predicted (seventeenth session): the full stage at 1-40 rows close to the select stage alone plus one
-# tile's stream (~0.5-1 µs), e.g. 32 x 16K 8.4 -> ~6 µs against a select stage of 5.2.  Off until measured.
+# tile's stream (~0.5-1 µs), e.g. 32 x 16K 8.4 -> ~6 µs against a select stage of 5.2.  Measured (H200, full stage with
+# flags, k = 64, same process; data/h200/tune_dev/tune_dev_AM.csv): wrong, slower at all 32 points, 1.13-1.99x
+# (1 row 4.7 / 6.5 / 11.0 / 11.0 -> 5.3 / 7.6 / 15.6 / 14.3 µs at 4K-256K; 32 x 16K 8.5 -> 14.0 at best).  Compiled for
+# sm_90 (triton 3.6) the one kernel takes 100-113 registers at 8 warps (the select launch 80, the scores launch 72 at
+# 4 warps), so 2 programs per SM where the scores launch keeps 7 resident; and a row's last program lies in the grid's
+# last wave.  Off; kept as a tested option.
 UNFUSED_TAIL: bool = False
 
 

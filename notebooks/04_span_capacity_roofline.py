@@ -393,7 +393,9 @@ if tuneU[0]:
 # grid from a third to 3x, plain launches between. In AL, `fold_unfused` is that rule and `fold_unfused_plain` the
 # launches without it. On by the rule (v2.10) and re-recorded whole at 790c635 — the sweep above is of these kernels.
 # Recorded, against 3e42133: full 1 row 5.3 / 7.2 / 11.8 / 11.7 → 4.6 / 6.5 / 11.3 / 11.1 µs; the full-stage medians
-# 12.9x / 9.6x / 5.7x → 13.3x / 9.8x / 5.7x; the select stage did not move.
+# 12.9x / 9.6x / 5.7x → 13.3x / 9.8x / 5.7x; the select stage did not move. Section AM then tried the whole unfused
+# composition as one launch (`tail`: each row's last scores program selects the row, `dsa_lab/tail_triton.py`): it
+# lost at every point, 1.1-2x (the one kernel's 100-113 registers at 8 warps leave 2 programs per SM resident).
 
 # %%
 for name, arms, stage in (("fused_direct_dev", None, None),
@@ -420,7 +422,9 @@ for name, arms, stage in (("fused_direct_dev", None, None),
                           ("tune_dev/tune_dev_AK", ["torch", "fold_unfused", "fold_unfused_pdl_early",
                                                     "fold_unfused_m16_pdl_early"], "full"),
                           ("tune_dev/tune_dev_AL", ["torch", "fold_unfused_plain", "fold_unfused_pdl_early",
-                                                    "fold_unfused_m16_pdl_early", "fold_unfused"], "full")):
+                                                    "fold_unfused_m16_pdl_early", "fold_unfused"], "full"),
+                          ("tune_dev/tune_dev_AM", ["torch", "fold_unfused", "fold_unfused_tail",
+                                                    "fold_unfused_tail_w4", "fold_unfused_tail_m8"], "full")):
     recs = viz.load_records(name if name.startswith("tune_dev") else "tune_dev/" + name)
     print(viz.record_label(recs[1], recs[2]) if recs[0] else "NO RECORD")
     if recs[0] and arms is None:
