@@ -56,8 +56,9 @@ def _tail_kernel(
         tl.debug_barrier()
         L, start, end = _row_extent(row, end_ptr, start_ptr, nblocks, width, 2, HAS_START, RR, BS)
         row_off = row.to(tl.int64) * nblocks
-        # the dispatch of select_triton._hier_kernel's one-program-per-row launch, unfused; written out again here
-        # because a helper shared with that kernel would change the recorded kernel's code (scripts/ptx_identity.py)
+        # the dispatch of select_triton._hier_kernel's one-program-per-row launch, unfused, written out again: moving
+        # it into a helper would edit that recorded kernel, and a shared helper once changed a recorded kernel's SASS
+        # (scores_triton._block_scores_live_kernel's note); this option is off, so the copy stays
         if L <= DT:
             jd = tl.arange(0, DT)
             cols = jd[:, None]
