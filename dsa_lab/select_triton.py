@@ -1033,8 +1033,8 @@ UNFUSED_PDL_EARLY: bool = False
 # flags, k = 64, same process; data/h200/tune_dev/tune_dev_AM.csv): wrong, slower at all 32 points, 1.13-1.99x
 # (1 row 4.7 / 6.5 / 11.0 / 11.0 -> 5.3 / 7.6 / 15.6 / 14.3 µs at 4K-256K; 32 x 16K 8.5 -> 14.0 at best).  Compiled for
 # sm_90 (triton 3.6) the one kernel takes 100-113 registers at 8 warps (the select launch 80, the scores launch 72 at
-# 4 warps), so 2 programs per SM where the scores launch keeps 7 resident; and a row's last program lies in the grid's
-# last wave.  Off; kept as a tested option.
+# 4 warps), so 2 programs per SM where the scores launch keeps 7 resident; and in the grid's row-fastest order a row's
+# last program is among the last dispatched (not measured apart).  Off; kept as a tested option.
 UNFUSED_TAIL: bool = False
 
 

@@ -735,8 +735,8 @@ def test_scores_a_default_rule(monkeypatch, stage_a_calls):
 
 def test_pdl_rule_by_rows():
     """:func:`_pdl_rule` at 132 SMs, the device it was measured on (tune_dev_AJ / AK / AL): the early-signalled
-    dependent launch at 1-26 rows and from 44 rows on, the plain launches at 27-43, the ~16 x SM scores grid at 44-396 rows only;
-    it scales with the SM count."""
+    dependent launch at 1-26 rows and from 44 rows on, the plain launches at 27-43, the ~16 x SM scores grid at
+    44-396 rows only; it scales with the SM count."""
     assert [st._pdl_rule(r, 132) for r in (1, 26, 27, 43, 44, 396, 397, 640)] == [
         (True, None), (True, None), (False, None), (False, None), (True, 16), (True, 16), (True, None), (True, None)]
     assert st._pdl_rule(2, 8) == (False, None) and st._pdl_rule(1, 8) == (True, None)
