@@ -23,7 +23,8 @@ import torch
 import triton
 import triton.language as tl
 
-from .scores_triton import _scores_program
+from . import select_triton as st
+from .scores_triton import SCORES_PROGRAMS, SCORES_WHOLE_TILES, _scores_program, programs_per_row, tile_blocks
 from .select_triton import (_flags_set, _hier_finish, _keys2d, _reg_select, _reg_write_out, _row_extent, _scores2d,
                             _sorted_top, _write_out)
 from .keys_triton import tl_is_candidate, tl_key_index, tl_ordered_hi
@@ -107,9 +108,6 @@ def tail_select_launch(logits, row_ends, row_starts, out, flags, p, k, bs, rr, *
     ``programs`` / ``mult`` / ``tile`` / ``whole_tiles``: the scores launch's programs per row (or its multiple of
     the SM count), blocks per tile and unmasked whole tiles, as :func:`dsa_lab.scores_triton.block_scores_triton`;
     ``num_warps`` defaults to the select plan's.  Returns ``out``."""
-    from . import select_triton as st
-    from .scores_triton import SCORES_PROGRAMS, SCORES_WHOLE_TILES, programs_per_row, tile_blocks
-
     rows, width = logits.shape
     nblocks = -(-width // bs)
     if out is None:
