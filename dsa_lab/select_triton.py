@@ -26,7 +26,9 @@ smaller k → hier):
   groups — both decided on the device from the row's extent (:data:`HIER_SHORT_CHAIN`, :data:`HIER_SHORT_CHAIN2`).  With several
   programs per row, the last to arrive (acq_rel counter per row, reset by it) runs B-D.  ``RSEL`` (v2.2, default
   from KP = 512: :data:`HIER_RSEL_MIN_KP`): every top-k is a register radix select (:func:`_reg_select`) instead.
-  ``FLAGS``: the kernel also zeroes and writes the row's candidate flags (``with_flags=True``).
+  ``FLAGS``: the kernel also zeroes and writes the row's candidate flags (``with_flags=True``).  A threshold filter
+  (``filter_cap`` / ``filter_cap_main``, dev, off: :data:`HIER_FILTER_CAP`) can stand in for the chains' last
+  stages: the keys at or above a lower bound of the KP-th key, ranked by one ``tl.topk`` when few enough reach it.
 * ``"fold"`` (v1) — every program keeps a sorted running top-KP over its tiles (``tl.topk`` of a
   tile, then ``sort(max(top, flip(tile_top)))``), and the last program merges the per-program lists:
   a lower bound of the k-th key filters them, a prefix sum compacts the survivors into a CAP-slot
@@ -490,11 +492,164 @@ def _first_col_keys(sc, grp, valid, GS: tl.constexpr):
 
 
 @triton.jit
+def _top2_combine(a1, a2, b1, b2):
+    """The two largest of two sorted-descending pairs (keys are distinct)."""
+    return tl.maximum(a1, b1), tl.maximum(tl.minimum(a1, b1), tl.maximum(a2, b2))
+
+
+@triton.jit
+def _top4_combine(a1, a2, a3, a4, b1, b2, b3, b4):
+    """The four largest of two sorted-descending quadruples: the i-th largest of the union is the max over j of
+    min(a_j, b_(i-j)), with a_0 = b_0 above everything."""
+    c1 = tl.maximum(a1, b1)
+    c2 = tl.maximum(tl.maximum(a2, b2), tl.minimum(a1, b1))
+    c3 = tl.maximum(tl.maximum(a3, b3), tl.maximum(tl.minimum(a2, b1), tl.minimum(a1, b2)))
+    c4 = tl.maximum(tl.maximum(a4, b4),
+                    tl.maximum(tl.maximum(tl.minimum(a3, b1), tl.minimum(a1, b3)), tl.minimum(a2, b2)))
+    return c1, c2, c3, c4
+
+
+@triton.jit
+def _filter_finish(kk, valid, T, cnt, cbase, ws_ptr, CAP: tl.constexpr):
+    """Compact the keys of the 2-D tile ``kk`` that are ``>= T`` and ``valid`` into the row's candidate slots
+    ``ws_ptr + cbase`` from slot ``cnt`` on (slots past ``CAP`` are not written); returns the new count.  Positions
+    come from a scan along each tile row and one over the rows' counts (no reshape to 1-D: that would convert the
+    tile's layout).  The order of the compacted keys does not matter: one top-k ranks them."""
+    keep = (valid & (kk >= T)).to(tl.int32)
+    rc = tl.sum(keep, axis=1)
+    pos = cnt + (tl.cumsum(rc, 0) - rc)[:, None] + tl.cumsum(keep, axis=1) - 1
+    tl.store(ws_ptr + cbase + pos, kk, mask=(keep > 0) & (pos < CAP))
+    return cnt + tl.sum(rc)
+
+
+@triton.jit
+def _filter_tile(src_ptr, row_off, ids, L, start, end, width, W: tl.constexpr, FUSED: tl.constexpr,
+                 BS: tl.constexpr, BSP: tl.constexpr):
+    """``(keys, valid)`` of the ``[len(ids), W]`` tile whose row ``i`` holds columns ``ids[i] * W`` on (``ids < 0``:
+    an empty row; columns at or past ``L`` are not read)."""
+    cols = ids[:, None] * W + tl.arange(0, W)[None, :]
+    valid = (ids[:, None] >= 0) & (cols < L)
+    return _keys2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP), valid
+
+
+@triton.jit
+def _filter_top(out_ptr, ws_ptr, flags_ptr, row, cnt, cbase, start, width, n, k,
+                KP: tl.constexpr, CAP: tl.constexpr, BS: tl.constexpr, FLAGS: tl.constexpr):
+    """When the row's ``cnt`` compacted candidates fit (``cnt <= CAP``), its answer from them: one top-k, ids (and
+    flags) written.  Otherwise nothing (the chain runs)."""
+    tl.debug_barrier()  # every lane's compacted key is stored before any lane reads the slots
+    if cnt <= CAP:
+        jx = tl.arange(0, CAP)
+        x = tl.load(ws_ptr + cbase + jx, mask=jx < cnt, other=_PAD, cache_modifier=".cg")
+        top = _sorted_top(x, KP, CAP)
+        _write_out(out_ptr, row, top, k, KP)
+        if FLAGS:
+            _flags_set(flags_ptr, row, tl_key_index(top), (tl.arange(0, KP) < k) & tl_is_candidate(top),
+                       start, width, n, BS)
+
+
+@triton.jit
+def _filter_noa(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, start, end, width, k, cbase,
+                KP: tl.constexpr, CAP: tl.constexpr, FQ: tl.constexpr, FUSED: tl.constexpr, BS: tl.constexpr,
+                BSP: tl.constexpr, FLAGS: tl.constexpr):
+    """Threshold filter of a row without stage A (``FCAP``): returns M, the number of keys at or above the threshold
+    T; when ``M <= CAP`` the row's ids (and flags) are written here, else nothing is (the chain runs instead).
+
+    The row is read as a tile of ``[*, KP]`` consecutive columns, twice, in chunks of 2048 keys (fused: 2048
+    logits).  Pass 1 takes T as the larger of two lower bounds of the row's KP-th best key: ``T_a``, the smallest
+    over ``KP / FQ`` interleaved groups (column ``c`` in group ``c mod (KP / FQ)``, each live once ``L >= KP``) of
+    the group's ``FQ``-th best key, since those groups hold KP distinct keys at or above it; ``T_b``, the largest
+    minimum of a wholly live tile row (KP keys at or above it), which holds the row's answer to about KP keys when
+    values tie (equal values: the first row) or climb (ramps: the last).  Pass 2 compacts the keys ``>= T`` (a
+    superset of the top KP) into the candidate slots, and one top-k of CAP ranks them.  Torch reference:
+    :func:`filter_threshold_noa`; ``scripts/filter_threshold_model.py`` models M (k = 64: median ~130 at FQ = 4,
+    ~280 at FQ = 1; 64 for equal values and ramps)."""
+    GQ: tl.constexpr = KP // FQ
+    CH: tl.constexpr = 2048 // (KP * BSP)  # tile rows per pass chunk (plan_hier: KP * BSP <= 2048 with the filter)
+    jr = tl.arange(0, CH)
+    nr = (L + KP - 1) // KP
+    q1 = tl.full([GQ], _PAD, tl.int64)
+    q2 = tl.full([GQ], _PAD, tl.int64)
+    q3 = tl.full([GQ], _PAD, tl.int64)
+    q4 = tl.full([GQ], _PAD, tl.int64)
+    tb = tl.full([], _PAD, tl.int64)
+    for r0 in range(0, nr, CH):
+        r = r0 + jr
+        kk, valid = _filter_tile(src_ptr, row_off, r, L, start, end, width, KP, FUSED, BS, BSP)
+        tb = tl.maximum(tb, tl.max(tl.where((r + 1) * KP <= L, tl.min(kk, axis=1), _PAD)))
+        if FQ == 1:
+            q1 = tl.maximum(q1, tl.max(kk, axis=0))
+        else:
+            # the chunk's FQ best per group by successive maxima (keys are distinct: each mask removes one key per
+            # group), merged into the running ones; a tuple reduction instead held FQ padded copies of the tile
+            # (164 registers at 32 rows, sm_90)
+            kq = tl.reshape(kk, [CH * FQ, GQ])
+            c1 = tl.max(kq, axis=0)
+            kq = tl.where(kq == c1[None, :], _PAD, kq)
+            c2 = tl.max(kq, axis=0)
+            if FQ == 2:
+                q1, q2 = _top2_combine(q1, q2, c1, c2)
+            else:
+                kq = tl.where(kq == c2[None, :], _PAD, kq)
+                c3 = tl.max(kq, axis=0)
+                kq = tl.where(kq == c3[None, :], _PAD, kq)
+                c4 = tl.max(kq, axis=0)
+                q1, q2, q3, q4 = _top4_combine(q1, q2, q3, q4, c1, c2, c3, c4)
+    if FQ == 1:
+        T = tl.maximum(tl.min(q1), tb)
+    elif FQ == 2:
+        T = tl.maximum(tl.min(q2), tb)
+    else:
+        T = tl.maximum(tl.min(q4), tb)
+    cnt = tl.zeros([], tl.int32)
+    for r0 in range(0, nr, CH):
+        kk, valid = _filter_tile(src_ptr, row_off, r0 + jr, L, start, end, width, KP, FUSED, BS, BSP)
+        cnt = _filter_finish(kk, valid, T, cnt, cbase, ws_ptr, CAP)
+    _filter_top(out_ptr, ws_ptr, flags_ptr, row, cnt, cbase, start, width, n, k, KP, CAP, BS, FLAGS)
+    return cnt
+
+
+@triton.jit
+def _filter_main(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, sg, start, end, width, k, ids_base, cbase,
+                 KP: tl.constexpr, S: tl.constexpr, CAP: tl.constexpr, FUSED: tl.constexpr, BS: tl.constexpr,
+                 BSP: tl.constexpr, FLAGS: tl.constexpr):
+    """Threshold filter of a row after stage B (``FCAPM``), in place of C-D: ``sg`` holds the KP chosen super groups
+    (``-1``: none), whose columns hold the row's top KP (B-D's own argument).  Their ``[KP, S]`` tile is read twice,
+    ``FKC`` groups at a time (the ids pass through the row's ``ids_base`` slots; the whole tile at once, int64 keys
+    in the two layouts of its load and its reductions, took 255 registers on sm_90): pass 1 takes T, the larger of
+    the smallest chosen group's best key (KP keys reach it; PAD_KEY when fewer than KP groups are chosen) and the
+    largest minimum of a wholly live chosen group (``S >= KP`` keys reach it); pass 2 compacts the keys ``>= T``, and
+    one top-k of CAP ranks them.  Returns M; the row's ids (and flags) are written when ``M <= CAP``.  Torch
+    reference: :func:`filter_threshold_main`.  Modelled M at k = 64: ~70 (normal), ~85 (1% NaN), 64 (equal values,
+    ramps)."""
+    FKC: tl.constexpr = 1024 // S  # super groups per chunk (plan_hier: S <= 1024 with this filter)
+    tl.store(ws_ptr + ids_base + tl.arange(0, KP), sg)
+    tl.debug_barrier()
+    jc = tl.arange(0, FKC)
+    ta = tl.full([], _I64_MAX, tl.int64)  # the smallest chosen group's best key
+    tb = tl.full([], _PAD, tl.int64)  # the largest smallest key of a wholly live chosen group
+    for c0 in range(0, KP, FKC):
+        g = tl.load(ws_ptr + ids_base + c0 + jc, mask=c0 + jc < KP, other=-1, cache_modifier=".cg")
+        kk, _ = _filter_tile(src_ptr, row_off, g, L, start, end, width, S, FUSED, BS, BSP)
+        ta = tl.minimum(ta, tl.min(tl.where(c0 + jc < KP, tl.max(kk, axis=1), _I64_MAX)))  # (lanes past KP: none)
+        tb = tl.maximum(tb, tl.max(tl.where((g >= 0) & ((g + 1) * S <= L), tl.min(kk, axis=1), _PAD)))
+    T = tl.maximum(ta, tb)
+    cnt = tl.zeros([], tl.int32)
+    for c0 in range(0, KP, FKC):
+        g = tl.load(ws_ptr + ids_base + c0 + jc, mask=c0 + jc < KP, other=-1, cache_modifier=".cg")
+        kk, valid = _filter_tile(src_ptr, row_off, g, L, start, end, width, S, FUSED, BS, BSP)
+        cnt = _filter_finish(kk, valid, T, cnt, cbase, ws_ptr, CAP)
+    _filter_top(out_ptr, ws_ptr, flags_ptr, row, cnt, cbase, start, width, n, k, KP, CAP, BS, FLAGS)
+    return cnt
+
+
+@triton.jit
 def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, start, end, width, k,
                  WROW: tl.constexpr, NSG: tl.constexpr, KP: tl.constexpr, G1: tl.constexpr, G2: tl.constexpr,
                  SB: tl.constexpr, KC: tl.constexpr,
                  FUSED: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, RSEL: tl.constexpr,
-                 FLAGS: tl.constexpr, NOA: tl.constexpr, SKEYS: tl.constexpr, L1P: tl.constexpr):
+                 FLAGS: tl.constexpr, NOA: tl.constexpr, SKEYS: tl.constexpr, L1P: tl.constexpr,
+                 FCAP: tl.constexpr, FCAPM: tl.constexpr, FQ: tl.constexpr):
     """Stages B-D for one row whose super-group maxima are in the workspace (``FLAGS``: and the row's flags,
     already zeroed by the row's programs).
 
@@ -549,95 +704,109 @@ def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, s
                 top = _fold(top, _sorted_top(x, KP, SB))
     if not RSEL and not NOA:
         sg = tl.where(top != _PAD, tl_key_index(top) // S, -1)
-    js = tl.arange(0, S)
-    # C: level-1 maxima (G1 columns each) inside the chosen super groups
-    if FUSED and not NOA:  # stage A stored every level-1 best key: gather KP*G2 of them, no logits re-read
-        j2 = tl.arange(0, G2)
-        l1 = tl.load(ws_ptr + l1all_base + sg[:, None] * G2 + j2[None, :], mask=sg[:, None] >= 0,
-                     other=_PAD, cache_modifier=".cg")
-        l1 = tl.reshape(l1, [KP * G2])
-    elif SKEYS == 1:  # each level-1 group's best key from strided loads: no reduction, so no replicated layout
-        gid = sg[:, None] * G2 + tl.arange(0, G2)[None, :]
-        l1 = tl.reshape(_group_keys(src_ptr, row_off, gid, sg[:, None] >= 0, L, start, end, width, G1, FUSED, BS),
-                        [KP * G2])
-    elif KC == KP:  # the whole [KP, S] tile fits: stay in registers
-        cols = sg[:, None] * S + js[None, :]
-        valid = (sg[:, None] >= 0) & (cols < L)
-        kk = _keys2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
-        l1 = tl.max(tl.reshape(kk, [KP * G2, G1]), axis=1)
-        if SKEYS == 2:  # through the row's workspace: the top-k gets a plain 1-D layout, not the reduction's
-            jl = tl.arange(0, KP * G2)  # (replicated over the G1 axis's lanes)
-            tl.store(ws_ptr + l1_base + jl, l1)
-            tl.debug_barrier()
-            l1 = tl.load(ws_ptr + l1_base + jl, cache_modifier=".cg")
-    else:  # wide tiles (large KP): KC super groups at a time, through the row's scratch
-        tl.store(ws_ptr + ids_base + jk, sg)
-        tl.debug_barrier()
-        jc = tl.arange(0, KC)
-        jl = tl.arange(0, KC * G2)
-        for c0 in range(0, tl.minimum(nsg, KP), KC):  # chunks past the row's super groups hold no column
-            g = tl.load(ws_ptr + ids_base + c0 + jc, cache_modifier=".cg")
-            cols = g[:, None] * S + js[None, :]
-            valid = (g[:, None] >= 0) & (cols < L)
+    # threshold filter (FCAP: rows without stage A; FCAPM: after B): when at most CAP keys reach the threshold, the
+    # row is answered by one top-k of CAP and C-D do not run; otherwise (ties, adversarial rows) C-D as before
+    go = True
+    if FCAP > 0:
+        if NOA:
+            go = _filter_noa(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, start, end, width, k,
+                             wbase + (WROW - FCAP - FCAPM), KP, FCAP, FQ, FUSED, BS, BSP, FLAGS) > FCAP
+    if FCAPM > 0:
+        if not NOA:
+            go = _filter_main(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, sg, start, end, width, k,
+                              ids_base, wbase + (WROW - FCAP - FCAPM), KP, S, FCAPM, FUSED, BS, BSP, FLAGS) > FCAPM
+    if go:
+        js = tl.arange(0, S)
+        # C: level-1 maxima (G1 columns each) inside the chosen super groups
+        if FUSED and not NOA:  # stage A stored every level-1 best key: gather KP*G2 of them, no logits re-read
+            j2 = tl.arange(0, G2)
+            l1 = tl.load(ws_ptr + l1all_base + sg[:, None] * G2 + j2[None, :], mask=sg[:, None] >= 0,
+                         other=_PAD, cache_modifier=".cg")
+            l1 = tl.reshape(l1, [KP * G2])
+        elif SKEYS == 1:  # each level-1 group's best key from strided loads: no reduction, so no replicated layout
+            gid = sg[:, None] * G2 + tl.arange(0, G2)[None, :]
+            l1 = tl.reshape(_group_keys(src_ptr, row_off, gid, sg[:, None] >= 0, L, start, end, width, G1, FUSED, BS),
+                            [KP * G2])
+        elif KC == KP:  # the whole [KP, S] tile fits: stay in registers
+            cols = sg[:, None] * S + js[None, :]
+            valid = (sg[:, None] >= 0) & (cols < L)
             kk = _keys2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
-            m1 = tl.max(tl.reshape(kk, [KC * G2, G1]), axis=1)
-            tl.store(ws_ptr + l1_base + c0 * G2 + jl, m1)
-        tl.debug_barrier()
-        jall = tl.arange(0, KP * G2)
-        l1 = tl.load(ws_ptr + l1_base + jall, mask=jall < nsg * G2, other=_PAD, cache_modifier=".cg")
-    jg = tl.arange(0, G1)
-    if RSEL:
-        gid = tl.reshape(sg[:, None] * G2 + tl.arange(0, G2)[None, :], [KP * G2])  # level-1 ids, column order
-        sel1, cnt1 = _reg_select((l1 >> 32).to(tl.int32), tl_is_candidate(l1), k)
-        tl.debug_barrier()  # every read of the workspace's l1 slots is done before they are reused
-        tl.store(ws_ptr + l1_base + tl.cumsum(sel1.to(tl.int32), 0) - 1, gid, mask=sel1)
-        tl.debug_barrier()
-        g1 = tl.load(ws_ptr + l1_base + jk, mask=jk < cnt1, other=-1, cache_modifier=".cg")
-        # D: the chosen level-1 groups' columns, in column order
-        cols = g1[:, None] * G1 + jg[None, :]
-        valid = (g1[:, None] >= 0) & (cols < L)
-        sc = _scores2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
-        h = tl.reshape(tl_ordered_hi(sc), [KP * G1])
-        cand = tl.reshape(valid, [KP * G1]) & (h > -0x7F800001)
-        sel, cnt = _reg_select(h, cand, k)
-        _reg_write_out(out_ptr, row, tl.reshape(cols, [KP * G1]), sel, cnt, k, KP)
-        if FLAGS:
-            _flags_set(flags_ptr, row, tl.reshape(cols, [KP * G1]), sel, start, width, n, BS)
-    else:
-        if L1P > 0 and NOA and G2 >= 2 and KP * G2 >= L1P:  # (G2 >= 2: the pairs' top-k sees at least KP keys)
-            # no stage A: super group i is the row's i-th, so level-1 slot j holds group j (columns j * G1 on)
-            if SKEYS == 1 or (SKEYS == 0 and KC == KP):  # l1 only in registers: through the workspace
-                jl1 = tl.arange(0, KP * G2)
-                tl.store(ws_ptr + l1_base + jl1, l1)
+            l1 = tl.max(tl.reshape(kk, [KP * G2, G1]), axis=1)
+            if SKEYS == 2:  # through the row's workspace: the top-k gets a plain 1-D layout, not the reduction's
+                jl = tl.arange(0, KP * G2)  # (replicated over the G1 axis's lanes)
+                tl.store(ws_ptr + l1_base + jl, l1)
                 tl.debug_barrier()
-            # (otherwise the l1 slots already hold the keys: SKEYS == 2 stored them, the wide path its chunks, the
-            # slots from nsg * G2 on possibly stale -- masked; a pair never straddles a super group, G2 being even)
-            jp = tl.arange(0, KP * G2 // 2)  # strided loads: an unreplicated layout for the top-k
-            pv = 2 * jp < nsg * G2
-            pm = tl.maximum(tl.load(ws_ptr + l1_base + 2 * jp, mask=pv, other=_PAD, cache_modifier=".cg"),
-                            tl.load(ws_ptr + l1_base + 2 * jp + 1, mask=pv, other=_PAD, cache_modifier=".cg"))
-            tp = tl.topk(pm, KP)
-            pid = tl.where(tp != _PAD, tl_key_index(tp) // (2 * G1), -1)
-            lid = pid[:, None] * 2 + tl.arange(0, 2)[None, :]
-            l1 = tl.reshape(tl.load(ws_ptr + l1_base + lid, mask=pid[:, None] >= 0, other=_PAD, cache_modifier=".cg"),
-                            [2 * KP])
-        t1 = tl.topk(l1, KP)
-        g1 = tl.where(t1 != _PAD, tl_key_index(t1) // G1, -1)
-        # D: the chosen level-1 groups' columns
-        cols = g1[:, None] * G1 + jg[None, :]
-        valid = (g1[:, None] >= 0) & (cols < L)
-        if FUSED and SKEYS == 1:  # a block's logits as BS strided loads (a reduction over them replicates the layout)
-            kk = _group_keys(src_ptr, row_off, cols, valid, L, start, end, width, 1, FUSED, BS)
+                l1 = tl.load(ws_ptr + l1_base + jl, cache_modifier=".cg")
+        else:  # wide tiles (large KP): KC super groups at a time, through the row's scratch
+            tl.store(ws_ptr + ids_base + jk, sg)
+            tl.debug_barrier()
+            jc = tl.arange(0, KC)
+            jl = tl.arange(0, KC * G2)
+            for c0 in range(0, tl.minimum(nsg, KP), KC):  # chunks past the row's super groups hold no column
+                g = tl.load(ws_ptr + ids_base + c0 + jc, cache_modifier=".cg")
+                cols = g[:, None] * S + js[None, :]
+                valid = (g[:, None] >= 0) & (cols < L)
+                kk = _keys2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
+                m1 = tl.max(tl.reshape(kk, [KC * G2, G1]), axis=1)
+                tl.store(ws_ptr + l1_base + c0 * G2 + jl, m1)
+            tl.debug_barrier()
+            jall = tl.arange(0, KP * G2)
+            l1 = tl.load(ws_ptr + l1_base + jall, mask=jall < nsg * G2, other=_PAD, cache_modifier=".cg")
+        jg = tl.arange(0, G1)
+        if RSEL:
+            gid = tl.reshape(sg[:, None] * G2 + tl.arange(0, G2)[None, :], [KP * G2])  # level-1 ids, column order
+            sel1, cnt1 = _reg_select((l1 >> 32).to(tl.int32), tl_is_candidate(l1), k)
+            tl.debug_barrier()  # every read of the workspace's l1 slots is done before they are reused
+            tl.store(ws_ptr + l1_base + tl.cumsum(sel1.to(tl.int32), 0) - 1, gid, mask=sel1)
+            tl.debug_barrier()
+            g1 = tl.load(ws_ptr + l1_base + jk, mask=jk < cnt1, other=-1, cache_modifier=".cg")
+            # D: the chosen level-1 groups' columns, in column order
+            cols = g1[:, None] * G1 + jg[None, :]
+            valid = (g1[:, None] >= 0) & (cols < L)
+            sc = _scores2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
+            h = tl.reshape(tl_ordered_hi(sc), [KP * G1])
+            cand = tl.reshape(valid, [KP * G1]) & (h > -0x7F800001)
+            sel, cnt = _reg_select(h, cand, k)
+            _reg_write_out(out_ptr, row, tl.reshape(cols, [KP * G1]), sel, cnt, k, KP)
+            if FLAGS:
+                _flags_set(flags_ptr, row, tl.reshape(cols, [KP * G1]), sel, start, width, n, BS)
         else:
-            kk = _keys2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
-        if G1 > 1:
-            top = tl.topk(tl.reshape(kk, [KP * G1]), KP)
-        else:
-            top = tl.sort(tl.reshape(kk, [KP]), descending=True)
-        _write_out(out_ptr, row, top, k, KP)
-        if FLAGS:
-            _flags_set(flags_ptr, row, tl_key_index(top), (tl.arange(0, KP) < k) & tl_is_candidate(top),
-                       start, width, n, BS)
+            if L1P > 0 and NOA and G2 >= 2 and KP * G2 >= L1P:  # (G2 >= 2: the pairs' top-k sees at least KP keys)
+                # no stage A: super group i is the row's i-th, so level-1 slot j holds group j (columns j * G1 on)
+                if SKEYS == 1 or (SKEYS == 0 and KC == KP):  # l1 only in registers: through the workspace
+                    jl1 = tl.arange(0, KP * G2)
+                    tl.store(ws_ptr + l1_base + jl1, l1)
+                    tl.debug_barrier()
+                # (otherwise the l1 slots already hold the keys: SKEYS == 2 stored them, the wide path its chunks, the
+                # slots from nsg * G2 on possibly stale -- masked; a pair never straddles a super group, G2 being even)
+                jp = tl.arange(0, KP * G2 // 2)  # strided loads: an unreplicated layout for the top-k
+                pv = 2 * jp < nsg * G2
+                pm = tl.maximum(tl.load(ws_ptr + l1_base + 2 * jp, mask=pv, other=_PAD, cache_modifier=".cg"),
+                                tl.load(ws_ptr + l1_base + 2 * jp + 1, mask=pv, other=_PAD, cache_modifier=".cg"))
+                tp = tl.topk(pm, KP)
+                pid = tl.where(tp != _PAD, tl_key_index(tp) // (2 * G1), -1)
+                lid = pid[:, None] * 2 + tl.arange(0, 2)[None, :]
+                l1 = tl.reshape(tl.load(ws_ptr + l1_base + lid, mask=pid[:, None] >= 0, other=_PAD,
+                                        cache_modifier=".cg"),
+                                [2 * KP])
+            t1 = tl.topk(l1, KP)
+            g1 = tl.where(t1 != _PAD, tl_key_index(t1) // G1, -1)
+            # D: the chosen level-1 groups' columns
+            cols = g1[:, None] * G1 + jg[None, :]
+            valid = (g1[:, None] >= 0) & (cols < L)
+            if FUSED and SKEYS == 1:  # a block's logits as BS strided loads (a reduction over them replicates
+                # the layout)
+                kk = _group_keys(src_ptr, row_off, cols, valid, L, start, end, width, 1, FUSED, BS)
+            else:
+                kk = _keys2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
+            if G1 > 1:
+                top = tl.topk(tl.reshape(kk, [KP * G1]), KP)
+            else:
+                top = tl.sort(tl.reshape(kk, [KP]), descending=True)
+            _write_out(out_ptr, row, top, k, KP)
+            if FLAGS:
+                _flags_set(flags_ptr, row, tl_key_index(top), (tl.arange(0, KP) < k) & tl_is_candidate(top),
+                           start, width, n, BS)
 
 
 # shape ints are not specialised (divisibility/==1 hints buy nothing here and would compile one
@@ -654,6 +823,7 @@ def _hier_kernel(
     SC2: tl.constexpr, KC2: tl.constexpr, FASTA: tl.constexpr, PHASE: tl.constexpr, FZW: tl.constexpr,
     DIRECT1D: tl.constexpr, SC3: tl.constexpr, G1S: tl.constexpr, G2S: tl.constexpr, KC3: tl.constexpr,
     SKEYS: tl.constexpr, SDIR: tl.constexpr, AFIRST: tl.constexpr, L1P: tl.constexpr, GDC: tl.constexpr = False,
+    FCAP: tl.constexpr = 0, FCAPM: tl.constexpr = 0, FQ: tl.constexpr = 1,
 ):
     """Exact top-k by nested group maxima.
 
@@ -724,7 +894,7 @@ def _hier_kernel(
                 tl.debug_barrier()
             _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, (L + G1S * G2S - 1) // (G1S * G2S),
                          start, end, width, k, WROW, NSG, KP, G1S, G2S, SB, KC3, FUSED, BS, BSP, RSEL, FLAGS, True,
-                         SKEYS, L1P)
+                         SKEYS, L1P, FCAP, FCAPM, FQ)
     elif SHORTC and (L + S - 1) // S <= KP:
         # short chain: at most KP super groups, all chosen, so stage A (its stream, the arrival) buys nothing;
         # program 0 runs C-D over the row alone
@@ -733,7 +903,8 @@ def _hier_kernel(
                 _flags_zero(flags_ptr, row, 0, n + 1, n, _FZT, FZW)
                 tl.debug_barrier()
             _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, (L + S - 1) // S, start, end,
-                         width, k, WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, True, SKEYS, L1P)
+                         width, k, WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, True, SKEYS,
+                         L1P, FCAP, FCAPM, FQ)
     else:
         sc2 = False
         if SC2 > 1:  # constexpr: kernels without the second short chain compile no code for it
@@ -746,13 +917,14 @@ def _hier_kernel(
                     tl.debug_barrier()
                 _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, (L + S * SC2 - 1) // (S * SC2),
                              start, end, width, k, WROW, NSG, KP, G1, G2 * SC2, SB, KC2, FUSED, BS, BSP, RSEL, FLAGS,
-                             True, SKEYS, L1P)
+                             True, SKEYS, L1P, FCAP, FCAPM, FQ)
         elif PHASE == 2:  # stage A ran in the first launch: B-D from the workspace, one program per row
             if FLAGS:
                 _flags_zero(flags_ptr, row, 0, n + 1, n, _FZT, FZW)
                 tl.debug_barrier()
             _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, (L + S - 1) // S, start, end,
-                         width, k, WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, False, SKEYS, L1P)
+                         width, k, WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, False, SKEYS,
+                         L1P, FCAP, FCAPM, FQ)
         else:
             nsg = (L + S - 1) // S
             chunk = tl.maximum((nsg + P - 1) // P, MIN_SG)  # split derived on the device from L
@@ -815,19 +987,20 @@ def _hier_kernel(
                 if PHASE != 1:  # (PHASE 1: the second launch finishes the row)
                     if not MULTI:  # one program per row: no counter, no merge (compiled away)
                         _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, start, end, width, k,
-                                     WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, False, SKEYS, L1P)
+                                     WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, False, SKEYS,
+                                     L1P, FCAP, FCAPM, FQ)
                     else:
                         if n_act == 1:
                             _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, start, end,
                                          width, k, WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, FLAGS, False,
-                                         SKEYS, L1P)
+                                         SKEYS, L1P, FCAP, FCAPM, FQ)
                         else:
                             old = tl.atomic_add(cnt_ptr + row, 1, sem="acq_rel")
                             if old == n_act - 1:
                                 tl.debug_barrier()
                                 _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, start,
                                              end, width, k, WROW, NSG, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL,
-                                             FLAGS, False, SKEYS, L1P)
+                                             FLAGS, False, SKEYS, L1P, FCAP, FCAPM, FQ)
                                 tl.store(cnt_ptr + row, 0)  # reset for the next call / graph replay
 
 
@@ -986,6 +1159,19 @@ HIER_L1_PAIRS_MIN: int = 1024  # from 512 keys (the 16K third short chain) it lo
 # rows 12.4 -> 8.8, 640 rows 71.6 -> 36.2.  In the fused kernel it lost at 640 rows (16K 55.5 -> 66.4, 64K 112 ->
 # 138: the extra chain's code costs stage A), so unfused calls only.
 HIER_SHORT_CHAIN3: bool = True
+# Eighteenth session, dev (not measured yet: no GPU was lent): a threshold filter in place of the chain's last top-k
+# stages.  A lower bound T of the row's KP-th best key, from one tile of keys (the smallest of KP groups' maxima, or
+# FQ-th best keys of KP / FQ groups, and the largest minimum of KP consecutive columns); the keys >= T (M of them, the
+# top KP among them) are compacted and ranked by one top-k of CAP slots; rows with M > CAP run the chain as before.
+# ``HIER_FILTER_CAP``: rows without stage A (the narrow / short / second short chains: 16K-64K at k = 64), in place
+# of C-D (three tl.topk at 64K, two at 16K); ``HIER_FILTER_CAP_MAIN``: rows with stage A, after B, in place of C-D.
+# 0 = off.  Modelled M (scripts/filter_threshold_model.py, k = 64): without stage A ~130 median / ~225 p99 at FQ = 4,
+# ~280 / ~500 at FQ = 1; after B ~70 / ~75 (1% NaN ~85 / ~96); 64 for equal values and ramps.  Predicted from the
+# latency ladder (one 512-key stage ~1.5-2.5 µs): 1 x 64K select 9.0 -> ~5-6 µs, 1 x 16K 5.0 -> ~4, 1 x 256K 10.7
+# -> ~8; to be measured (scripts/gpu_tune_dev.py --section AN) before any default changes.
+HIER_FILTER_CAP: int = 0
+HIER_FILTER_CAP_MAIN: int = 0
+HIER_FILTER_Q: int = 4
 # The unfused composition with flags: the scores launch (many programs per row) zeroes them, so the select kernel's
 # one program per row only sets its bytes instead of zeroing n + 1 bytes before its chain.  Measured with the scores
 # grid above (tune_dev_R.csv): 1 x 4K 6.8 -> 5.9 µs, 32 x 4K 7.2 -> 6.4, 640 x 4K 44.7 -> 19.2.
@@ -1089,6 +1275,7 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
               strided_keys: bool | None = None, strided_direct: bool | None = None,
               a_first_col: bool | None = None, phase_only: int | None = None, c_workspace: bool | None = None,
               l1_pairs: bool | None = None, l1_pairs_min: int | None = None,
+              filter_cap: int | None = None, filter_cap_main: int | None = None, filter_q: int | None = None,
               flags_zeroed: bool = False) -> dict:
     """v2 ("hier") launch configuration, from shapes and device facts only.
 
@@ -1118,7 +1305,12 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     ``l1_pairs_min`` (default :data:`HIER_L1_PAIRS_MIN`) level-1 keys rank them in pairs first (``L1P``; not with
     ``rsel``, whose stages are not top-k).  ``phase_only`` (dev timing, with ``two_phase``): ``1``, the only
     value, launches stage A alone and writes no output (a second phase alone would read a workspace nobody
-    wrote).  ``flags_zeroed``: an earlier launch zeroed the flags; the kernel only sets them.
+    wrote).  ``filter_cap`` / ``filter_cap_main`` / ``filter_q`` (defaults :data:`HIER_FILTER_CAP`,
+    :data:`HIER_FILTER_CAP_MAIN`, :data:`HIER_FILTER_Q`): the threshold filter of rows without / with stage A
+    (``FCAP``, ``FCAPM``: a power of two, raised to KP if below, or 0 = off; ``FQ`` in 1, 2, 4, lowered to KP).
+    Where a plan cannot take them they are off (0 in the plan): both with ``rsel``, the main chain's unless stage
+    C's whole tile fits (``KC == KP``) and super groups hold at least KP columns.
+    ``flags_zeroed``: an earlier launch zeroed the flags; the kernel only sets them.
     """
     KP = max(2, _np2(k))
     bsp = _np2(block_size) if fused else 1
@@ -1198,6 +1390,23 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     if pairs_min < 2:
         raise ValueError(f"l1_pairs_min must be at least 2, got {l1_pairs_min!r}")
     l1p = pairs_min if (HIER_L1_PAIRS if l1_pairs is None else l1_pairs) and not rsel else 0
+    fcap = int(HIER_FILTER_CAP if filter_cap is None else filter_cap)
+    fcapm = int(HIER_FILTER_CAP_MAIN if filter_cap_main is None else filter_cap_main)
+    fq = int(HIER_FILTER_Q if filter_q is None else filter_q)
+    for name, cap in (("filter_cap", fcap), ("filter_cap_main", fcapm)):
+        if cap < 0 or cap & (cap - 1) or cap > 8192:
+            raise ValueError(f"{name} must be 0 (off) or a power of two up to 8192, got {cap}")
+    if max(fcap, fcapm) and KP * bsp > 2048:
+        raise ValueError(f"the threshold filter needs KP x the padded block size <= 2048, got {KP} x {bsp}")
+    # a cap below KP is raised to KP (the top-k needs KP slots; one config then serves every k of a test or sweep)
+    fcap, fcapm = (max(c, KP) if c else 0 for c in (fcap, fcapm))
+    if fq not in (1, 2, 4):
+        raise ValueError(f"filter_q must be 1, 2 or 4, got {filter_q!r}")
+    fq = min(fq, KP)
+    if rsel:  # the filter ranks with tl.topk; the register radix select's stages are not top-k
+        fcap = fcapm = 0
+    if KC != KP or not KP <= S <= 1024:  # the main chain's filter: stage C's whole [KP, S] tile fits, a group of
+        fcapm = 0  # S >= KP keys, chunks of whole super groups
     if phase_only is not None and (phase_only != 1 or not two_phase):
         raise ValueError(f"phase_only must be None or 1 with two_phase=True, got {phase_only!r}")
     return dict(algo="hier", P=P, KP=KP, G1=G1, G2=G2, NSG=NSG, NT=NT, SB=SB, KC=KC, DT=DT,
@@ -1211,7 +1420,7 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
                 afirst=bool(a_first_col if a_first_col is not None else (
                     _a_first_col_rule(P, fused) if HIER_A_FIRST_COL is None else HIER_A_FIRST_COL)),
                 phase_only=None if phase_only is None else int(phase_only), l1p=l1p,
-                flags_zeroed=bool(flags_zeroed))
+                fcap=fcap, fcapm=fcapm, fq=fq, flags_zeroed=bool(flags_zeroed))
 
 
 # Rows whose KP = next_pow2(k) is at least this take the radix select (dsa_lab.select_radix_triton) instead of
@@ -1229,6 +1438,44 @@ RADIX_SHORT: int = 4096
 # compacting (v3.1) and split (v3.2) variants were faster on continuous values at 256K but 1.7-11x slower when
 # values tie or share their top digit (equal / shifted), which a shape-only rule cannot see (tune_dev_A/B.csv).
 RADIX_DEFAULT = {"tile": None, "compact": False, "split": False, "num_warps": None, "parallel": False, "short": 0}
+
+
+def filter_threshold_noa(keys: torch.Tensor, L: int, KP: int, FQ: int) -> int:
+    """Torch reference of :func:`_filter_noa`'s threshold T for one row: ``keys`` the row's packed keys (int64, at
+    least ``L`` of them), ``L`` its live extent (``>= KP``), ``FQ`` in 1 / 2 / 4 (at most KP).  T is a lower bound of
+    the row's KP-th best key: the larger of ``T_a`` (the smallest, over the ``KP / FQ`` groups of columns ``c`` with
+    equal ``c mod (KP / FQ)``, of the group's FQ-th best key) and ``T_b`` (the largest minimum of KP consecutive
+    columns ``[i * KP, i * KP + KP)`` wholly below L)."""
+    if not KP <= L <= keys.numel() or FQ not in (1, 2, 4) or FQ > KP:
+        raise ValueError(f"filter_threshold_noa: need KP <= L <= len(keys) and FQ in 1, 2, 4 (<= KP); got L={L}, "
+                         f"KP={KP}, FQ={FQ}")
+    R = -(-L // KP)
+    t = torch.full((R * KP,), PAD_KEY, dtype=torch.int64)
+    t[:L] = keys[:L].cpu()
+    ta = int(torch.topk(t.view(-1, KP // FQ), FQ, dim=0).values[-1].min())
+    full = (torch.arange(R) + 1) * KP <= L
+    tb = int(t.view(R, KP)[full].min(dim=1).values.max()) if bool(full.any()) else PAD_KEY
+    return max(ta, tb)
+
+
+def filter_threshold_main(keys: torch.Tensor, L: int, KP: int, S: int) -> tuple[int, torch.Tensor]:
+    """Torch reference of :func:`_filter_main` for one row with stage A: ``(T, the chosen super groups' columns)``.
+    Stage B's KP super groups of ``S >= KP`` columns are the ones with the KP best maxima (all of them when there are
+    at most KP); T is the larger of their smallest maximum (PAD_KEY when fewer than KP are chosen) and the largest
+    minimum of a chosen group wholly below L."""
+    nsg = -(-L // S)
+    if S < KP or not 0 < L <= keys.numel():
+        raise ValueError(f"filter_threshold_main: need S >= KP and 0 < L <= len(keys); got L={L}, KP={KP}, S={S}")
+    t = torch.full((nsg * S,), PAD_KEY, dtype=torch.int64)
+    t[:L] = keys[:L].cpu()
+    t = t.view(nsg, S)
+    chosen = torch.topk(t.max(dim=1).values, min(KP, nsg)).indices
+    tile = t[chosen]
+    ta = int(tile.max(dim=1).values.min()) if nsg >= KP else PAD_KEY
+    full = (chosen + 1) * S <= L
+    tb = int(tile[full].min(dim=1).values.max()) if bool(full.any()) else PAD_KEY
+    cols = (chosen[:, None] * S + torch.arange(S)[None, :]).reshape(-1)
+    return max(ta, tb), cols[cols < L]
 
 
 def split_programs(rows: int, n: int, sm_count: int, tile: int = 1024) -> int:
@@ -1286,8 +1533,10 @@ def plan(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, block_s
 
 def _hier_wrow(cfg: dict, fused: bool) -> int:
     """int64 workspace slots per row of a hier plan: super-group keys (``NSG``), chosen ids (``KP``), level-1 keys
-    (``KP * G2 * SC2``) and, fused, every level-1 group's key (``NSG * G2``)."""
-    return cfg["NSG"] + cfg["KP"] + cfg["KP"] * cfg["G2"] * cfg["SC2"] + (cfg["NSG"] * cfg["G2"] if fused else 0)
+    (``KP * G2 * SC2``), fused, every level-1 group's key (``NSG * G2``), and the threshold filter's candidate slots
+    (``fcap + fcapm``, the row's last)."""
+    return (cfg["NSG"] + cfg["KP"] + cfg["KP"] * cfg["G2"] * cfg["SC2"] + (cfg["NSG"] * cfg["G2"] if fused else 0)
+            + cfg.get("fcap", 0) + cfg.get("fcapm", 0))
 
 
 def _workspace(slots: int, device) -> torch.Tensor:
@@ -1355,7 +1604,7 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
                       RSEL=cfg["rsel"], SHORTC=cfg["short_chain"], SC2=cfg["SC2"], KC2=cfg["KC2"],
                       FASTA=cfg["fast_a"], DIRECT1D=cfg["direct1d"], SC3=cfg["SC3"], G1S=cfg["G1S"],
                       G2S=cfg["G2S"], KC3=cfg["KC3"], SKEYS=cfg["skeys"], SDIR=cfg["sdir"],
-                      AFIRST=cfg["afirst"], L1P=cfg["l1p"],
+                      AFIRST=cfg["afirst"], L1P=cfg["l1p"], FCAP=cfg["fcap"], FCAPM=cfg["fcapm"], FQ=cfg["fq"],
                       # flags zeroing (tl_zero_flags MODE): 2 none (an earlier launch zeroed them), 1 8-byte words
                       # (16-byte aligned tensor), 0 bytes
                       FZW=2 if cfg["flags_zeroed"] else int(cfg["flags_wide"] and kflags and flags.data_ptr() % 16 == 0))

@@ -40,7 +40,8 @@ def _tail_kernel(
     KP: tl.constexpr, G1: tl.constexpr, G2: tl.constexpr, NSG: tl.constexpr, SB: tl.constexpr, KC: tl.constexpr,
     DT: tl.constexpr, WROW: tl.constexpr, RSEL: tl.constexpr, FLAGS: tl.constexpr, SHORTC: tl.constexpr,
     SC2: tl.constexpr, KC2: tl.constexpr, SC3: tl.constexpr, G1S: tl.constexpr, G2S: tl.constexpr,
-    KC3: tl.constexpr, SKEYS: tl.constexpr, L1P: tl.constexpr,
+    KC3: tl.constexpr, SKEYS: tl.constexpr, L1P: tl.constexpr, FCAP: tl.constexpr, FCAPM: tl.constexpr,
+    FQ: tl.constexpr,
 ):
     """Grid ``(rows, Q)``.  Every program: the scores program of the unfused launch (its tiles' scores into
     ``sc_ptr``, contiguous ``[rows, nblocks]``; ``SG > 0``: stage A's keys into the row's workspace ``ws_ptr + row *
@@ -80,10 +81,11 @@ def _tail_kernel(
         elif SC3 and (L + G1S * G2S - 1) // (G1S * G2S) <= KP:
             _hier_finish(sc_ptr, row_off, out_ptr, ws_ptr, flags_ptr, nblocks, row, L,
                          (L + G1S * G2S - 1) // (G1S * G2S), start, end, width, k, WROW, NSG, KP, G1S, G2S, SB, KC3,
-                         False, BS, BSP, RSEL, FLAGS, True, SKEYS, L1P)
+                         False, BS, BSP, RSEL, FLAGS, True, SKEYS, L1P, FCAP, FCAPM, FQ)
         elif SHORTC and (L + S - 1) // S <= KP:
             _hier_finish(sc_ptr, row_off, out_ptr, ws_ptr, flags_ptr, nblocks, row, L, (L + S - 1) // S, start, end,
-                         width, k, WROW, NSG, KP, G1, G2, SB, KC, False, BS, BSP, RSEL, FLAGS, True, SKEYS, L1P)
+                         width, k, WROW, NSG, KP, G1, G2, SB, KC, False, BS, BSP, RSEL, FLAGS, True, SKEYS,
+                         L1P, FCAP, FCAPM, FQ)
         else:
             sc2 = False
             if SC2 > 1:
@@ -91,11 +93,11 @@ def _tail_kernel(
             if sc2:
                 _hier_finish(sc_ptr, row_off, out_ptr, ws_ptr, flags_ptr, nblocks, row, L,
                              (L + S * SC2 - 1) // (S * SC2), start, end, width, k, WROW, NSG, KP, G1, G2 * SC2, SB,
-                             KC2, False, BS, BSP, RSEL, FLAGS, True, SKEYS, L1P)
+                             KC2, False, BS, BSP, RSEL, FLAGS, True, SKEYS, L1P, FCAP, FCAPM, FQ)
             else:  # stage A's keys came from this row's scores programs
                 _hier_finish(sc_ptr, row_off, out_ptr, ws_ptr, flags_ptr, nblocks, row, L, (L + S - 1) // S, start,
                              end, width, k, WROW, NSG, KP, G1, G2, SB, KC, False, BS, BSP, RSEL, FLAGS, False, SKEYS,
-                             L1P)
+                             L1P, FCAP, FCAPM, FQ)
         tl.store(cnt_ptr + row, 0)  # reset for the next call / graph replay
 
 
@@ -141,6 +143,7 @@ def tail_select_launch(logits, row_ends, row_starts, out, flags, p, k, bs, rr, *
         ZF=zf, SG=S, KP=p["KP"], G1=p["G1"], G2=p["G2"], NSG=p["NSG"], SB=p["SB"], KC=p["KC"], DT=p["DT"], WROW=wrow,
         RSEL=p["rsel"], FLAGS=kflags, SHORTC=p["short_chain"], SC2=p["SC2"], KC2=p["KC2"], SC3=p["SC3"],
         G1S=p["G1S"], G2S=p["G2S"], KC3=p["KC3"], SKEYS=p["skeys"], L1P=p["l1p"],
+        FCAP=p["fcap"], FCAPM=p["fcapm"], FQ=p["fq"],
         num_warps=int(num_warps or p["num_warps"]),
     )
     return out if kflags or flags is None else st._separate_flags(out, flags, width, row_starts, bs, rr)

@@ -105,6 +105,11 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
 * ``AM`` (seventeenth session): the unfused composition in one launch (``tail``: each row's last scores program
   selects the row, :mod:`dsa_lab.tail_triton`) at 8 / 4 warps and with the scores grid at 8 x SM, against the default
   (two launches, the select a programmatic dependent by ``_pdl_rule``), full stage with flags, k = 64, 1-160 rows.
+* ``AN`` (eighteenth session, prepared without a GPU): the hier kernel's threshold filter in place of the chains' last
+  top-k stages (``filter_cap``: rows without stage A, the 16K / 64K chains, FQ = 4 with 256 slots, FQ = 1 with 512,
+  FQ = 4 with 512; ``filter_cap_main``: 256K rows after stage B, 128 slots; both), select stage k = 64 at 1-640 rows
+  x 4K-256K, four more distributions at 64K / 256K (equal values and ramps take the filter's second bound; the
+  1.2 spread target), and the full stage with flags at 16K-256K.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -549,6 +554,20 @@ def points(section):
         for ctx in (16384, 4096, 65536, 262144):
             for conc, nn in ((1, 1), (8, 1), (16, 1), (8, 3), (32, 1), (8, 5), (16, 4), (32, 5)):
                 pts.append(("full", ctx, conc, nn, 64, "normal", var))
+    elif section == "AN":  # eighteenth session (prepared without a GPU): the threshold filter (filter_cap*)
+        f4, f1, fm = {"filter_cap": 256, "filter_q": 4}, {"filter_cap": 512, "filter_q": 1}, {"filter_cap_main": 128}
+        var = {"hier": None, "hier_f4": f4, "hier_f1": f1, "hier_fm": fm, "hier_f4_fm": {**f4, **fm},
+               "hier_f4_c512": {"filter_cap": 512, "filter_q": 4}}
+        for ctx in (65536, 16384, 262144, 4096):
+            for conc, nn in ((1, 1), (8, 1), (32, 1), (32, 4), (128, 5)):
+                pts.append(("select", ctx, conc, nn, 64, "normal", var))
+        for dist in ("equal", "nan1pct", "ramp", "shifted"):
+            for ctx, conc, nn in ((65536, 1, 1), (262144, 1, 1), (65536, 128, 5), (262144, 128, 5)):
+                pts.append(("select", ctx, conc, nn, 64, dist, var))
+        fv = {"fold_unfused": None, "fold_unfused_f4_fm": {**f4, **fm}, "fold_unfused_f4": f4}
+        for ctx in (65536, 16384, 262144):
+            for conc, nn in ((1, 1), (16, 1), (32, 1), (128, 5)):
+                pts.append(("full", ctx, conc, nn, 64, "normal", fv))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts

@@ -30,7 +30,8 @@ CASES = {  # name: (fused, rows, LEN_MODE, FLAGS, FZW)
     "fused_640": (True, 640, 2, False, 0),
 }
 # plan keys -> kernel constexprs of options added after the recorded kernels (absent in older trees)
-NEW_OPTIONS = {"skeys": "SKEYS", "sdir": "SDIR", "afirst": "AFIRST", "l1p": "L1P"}
+NEW_OPTIONS = {"skeys": "SKEYS", "sdir": "SDIR", "afirst": "AFIRST", "l1p": "L1P", "fcap": "FCAP", "fcapm": "FCAPM",
+               "fq": "FQ"}
 TYPES = dict(src_ptr="*fp32", src_stride="i64", len_ptr="*i32", start_ptr="*i32", out_ptr="*i32", ws_ptr="*i64",
              cnt_ptr="*i32", flags_ptr="*u8", n="i32", width="i32", k="i32", P="i32")
 
@@ -46,12 +47,15 @@ def load_tree(root, module="dsa_lab.select_triton"):
         sys.path.pop(0)
 
 
-def stripped_ptx(st, case):
+def compile_hier(st, case, **over):
+    """``_hier_kernel`` of module ``st`` compiled for sm_90 at plan ``case`` (``over``: plan overrides, e.g. a dev
+    option)."""
     fused, rows, len_mode, flags, fzw = CASES[case]
     bs = 8 if fused else 1
-    cfg = st.plan(rows, 32768, 64, {"sm_count": 132, "name": "NVIDIA H200"}, fused=fused, block_size=8)
+    cfg = st.plan(rows, 32768, 64, {"sm_count": 132, "name": "NVIDIA H200"}, fused=fused, block_size=8, **over)
     kp = cfg["KP"]
-    wrow = cfg["NSG"] + kp + kp * cfg["G2"] * cfg["SC2"] + (cfg["NSG"] * cfg["G2"] if fused else 0)
+    wrow = (cfg["NSG"] + kp + kp * cfg["G2"] * cfg["SC2"] + (cfg["NSG"] * cfg["G2"] if fused else 0)
+            + cfg.get("fcap", 0) + cfg.get("fcapm", 0))
     cx = dict(RR=1, KP=kp, G1=cfg["G1"], G2=cfg["G2"], NSG=cfg["NSG"], NT=cfg["NT"], SB=cfg["SB"], KC=cfg["KC"],
               DT=cfg["DT"], MIN_SG=cfg["MIN_SG"], WROW=wrow, LEN_MODE=len_mode, HAS_START=False, FUSED=fused,
               BS=bs, BSP=bs, RSEL=cfg["rsel"], SHORTC=cfg["short_chain"], SC2=cfg["SC2"], KC2=cfg["KC2"],
@@ -59,8 +63,12 @@ def stripped_ptx(st, case):
               KC3=cfg["KC3"], FZW=fzw, MULTI=cfg["P"] > 1, FLAGS=flags, PHASE=0)
     cx.update({c: cfg[key] for key, c in NEW_OPTIONS.items() if key in cfg})
     sig = {a: TYPES.get(a, "constexpr") for a in st._hier_kernel.arg_names}
-    k = triton.compile(ASTSource(st._hier_kernel, sig, constexprs=cx), target=GPUTarget("cuda", 90, 32),
-                       options={"num_warps": cfg["num_warps"]})
+    return triton.compile(ASTSource(st._hier_kernel, sig, constexprs=cx), target=GPUTarget("cuda", 90, 32),
+                          options={"num_warps": cfg["num_warps"]})
+
+
+def stripped_ptx(st, case):
+    k = compile_hier(st, case)
     keep = [re.sub(r"\$L__\w+", "L", ln) for ln in k.asm["ptx"].splitlines()
             if not re.match(r"\s*(\.loc|\.file|//|\$L__|\.section|\.b8|\.b32|\.debug)", ln)]
     return "\n".join(keep)

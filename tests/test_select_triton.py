@@ -72,6 +72,15 @@ PATHS = [
                          "c_workspace": False}),
     ("l1_pairs_strided_keys", {"direct": 8, "group": 4, "programs": 5, "l1_pairs": True, "l1_pairs_min": 2,
                                "strided_keys": True}),
+    # eighteenth session (dev, off): the threshold filter in place of the chains' last stages -- rows without stage A
+    # (the short and third chains; FQ 1 / 2 / 4, caps the normal rows may overflow, so the filter and its fallback
+    # both run), the second short chain, and rows with stage A after B (every super group chosen here: T from the
+    # groups' minima); test_filter_* below check which rows the filter answered
+    ("filter_chains_q4", {"direct": 8, "group": 4, "programs": 5, "filter_cap": 32, "filter_q": 4}),
+    ("filter_chains_q1", {"direct": 8, "group": 4, "programs": 5, "filter_cap": 64, "filter_q": 1}),
+    ("filter_short_chain2_q2", {"direct": 8, "group": 2, "programs": 5, "short_chain2": True, "filter_cap": 16,
+                                "filter_q": 2}),
+    ("filter_main_multi", {"direct": 8, "group": 4, "programs": 5, "short_chain": False, "filter_cap_main": 32}),
     ("fold_1prog", {"algo": "fold", "tile": 64}),
     ("fold_multi", {"algo": "fold", "tile": 32, "programs": 6}),
     ("fold_fallback", {"algo": "fold", "tile": 32, "programs": 6, "cap": 8}),
@@ -297,6 +306,152 @@ def test_rsel_wide_rows_and_split_ties(k, fresh_seed):
     assert_same_sets(out2, topk_select_reference(x2, k), f"equal k={k}")
 
 
+# ---------------------------------------------------------------- the threshold filter (eighteenth session, dev)
+
+WS_POISON = -0x5A5A5A5A5A5A5A5A
+
+
+def _captured_workspace(monkeypatch):
+    """Poison every hier workspace a call allocates and keep it, to read what the kernel left there."""
+    seen = []
+    real = st._workspace
+
+    def poisoned_ws(slots, device):
+        t = real(slots, device).fill_(WS_POISON)
+        seen.append(t)
+        return t
+
+    monkeypatch.setattr(st, "_workspace", poisoned_ws)
+    return seen
+
+
+def _filter_rows(n, gen):
+    """Rows that take each branch: equal values and a ramp (T from the tile rows' minima: M = KP or a little more,
+    the filter answers), normal values (either), few distinct values, a mostly -inf row, and a row whose every fourth
+    column is -inf (every interleaved group of the filter without stage A, and every tile row, then holds a -inf key:
+    T falls to the -inf keys, M past the cap, the chain answers)."""
+    holes = torch.randn(n, generator=gen)
+    holes[0::4] = -INF
+    return torch.stack([torch.full((n,), 0.5), torch.arange(n, dtype=torch.float32), torch.randn(n, generator=gen),
+                        torch.randint(0, 3, (n,), generator=gen).float(),
+                        torch.where(torch.rand(n, generator=gen) < 0.9, -INF, torch.randn(n, generator=gen)),
+                        holes, torch.randn(n, generator=gen)])
+
+
+def _check_filter_rows(x, lengths, k, cfg, seen, threshold):
+    """Every row: rows whose M (keys >= the torch reference's T) fits the cap hold exactly those keys in their
+    candidate slots and never ran C-D (stage C's level-1 slots still poisoned: C stores its keys there with
+    ``c_workspace``, the default); rows past the cap ran it.  Returns (rows the filter answered, rows the chain
+    answered)."""
+    from dsa_lab import _impl
+    from dsa_lab.keys import pack_keys
+
+    rows, n = x.shape
+    p = st.plan(rows, n, k, _impl.facts_for(x), **cfg)
+    cap = p["fcap"] or p["fcapm"]
+    assert cap, p
+    wrow = st._hier_wrow(p, False)
+    ws = seen[-1].view(rows, wrow)
+    chain = ws[:, p["NSG"] + p["KP"]:p["NSG"] + p["KP"] + p["KP"] * p["G2"] * p["SC2"]]  # C's level-1 keys
+    cand = ws[:, wrow - p["fcap"] - p["fcapm"]:]
+    taken = fell = 0
+    for r in range(rows):
+        L = int(lengths[r])
+        keys = pack_keys(x[r], torch.arange(n))
+        T, pool = threshold(keys, L, p)
+        want = pool[pool >= T]
+        if want.numel() <= cap:
+            taken += 1
+            got = cand[r, :want.numel()]
+            assert torch.equal(torch.sort(got).values, torch.sort(want).values), f"row {r}: candidates != keys >= T"
+            assert bool((chain[r] == WS_POISON).all()), f"row {r}: M = {want.numel()} <= {cap} but C-D ran"
+        else:
+            fell += 1
+            assert bool((chain[r] != WS_POISON).any()), f"row {r}: M = {want.numel()} > {cap} but C-D did not run"
+    return taken, fell
+
+
+@pytest.mark.parametrize("fq", [1, 2, 4])
+def test_filter_without_stage_a_answers_the_rows_the_reference_says(fq, monkeypatch, fresh_seed):
+    """Rows without stage A (the short chain: 250 columns; the third chain: 100): T and M as
+    :func:`dsa_lab.select_triton.filter_threshold_noa` computes them, the answer from the filter where M fits the cap
+    and from the chain where it does not, both kinds of rows present."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    n, k = 250, 16
+    x = _filter_rows(n, gen)
+    lengths = torch.tensor([n, n - 10, n, n, n, n - 2, 100])
+    cfg = {"direct": 8, "group": 4, "programs": 5, "filter_cap": 32, "filter_q": fq}
+    seen = _captured_workspace(monkeypatch)
+    out = poisoned(x.shape[0], k, "cpu")
+    st.topk_select_triton(x, k, lengths, 1, out, config=cfg)
+    assert_same_sets(out, topk_select_reference(x, k, lengths, 1), f"fq={fq} seed={fresh_seed}")
+    taken, fell = _check_filter_rows(x, lengths, k, cfg, seen,
+                                     lambda keys, L, p: (st.filter_threshold_noa(keys, L, p["KP"], p["fq"]), keys[:L]))
+    assert taken >= 2 and fell >= 1, (taken, fell)
+
+
+@pytest.mark.parametrize("programs", [1, 5])
+def test_filter_after_stage_b_answers_the_rows_the_reference_says(programs, monkeypatch, fresh_seed):
+    """Rows with stage A (600 columns: 38 super groups of 16 > KP = 16; 200 columns: 13, every one chosen), one
+    program per row and five (the last to arrive runs B and the filter): T and M as
+    :func:`dsa_lab.select_triton.filter_threshold_main` computes them."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    n, k = 600, 16
+    x = _filter_rows(n, gen)
+    lengths = torch.tensor([n, n - 3, n, n, n, n, 200])
+    cfg = {"direct": 8, "group": 4, "programs": programs, "short_chain": False, "filter_cap_main": 32}
+    seen = _captured_workspace(monkeypatch)
+    out = poisoned(x.shape[0], k, "cpu")
+    st.topk_select_triton(x, k, lengths, 1, out, config=cfg)
+    assert_same_sets(out, topk_select_reference(x, k, lengths, 1), f"programs={programs} seed={fresh_seed}")
+
+    def main(keys, L, p):
+        T, cols = st.filter_threshold_main(keys, L, p["KP"], p["G1"] * p["G2"])
+        return T, keys[cols]
+
+    taken, fell = _check_filter_rows(x, lengths, k, cfg, seen, main)
+    assert taken >= 2 and fell >= 1, (taken, fell)
+
+
+def test_filter_threshold_references_bound_the_kth_key(fresh_seed):
+    """The torch references' T never exceeds the row's KP-th best key (so the compacted keys hold the top KP), for
+    every FQ, on the rows above and random lengths."""
+    from dsa_lab.keys import pack_keys
+
+    gen = torch.Generator().manual_seed(fresh_seed)
+    for n in (300, 1000):
+        for row in _filter_rows(n, gen):
+            keys = pack_keys(row, torch.arange(n))
+            for KP in (2, 16, 64):
+                L = int(torch.randint(KP, n + 1, (1,), generator=gen))
+                kth = torch.topk(keys[:L], KP).values[-1]
+                for fq in (1, 2, 4):
+                    if fq <= KP:
+                        assert st.filter_threshold_noa(keys, L, KP, fq) <= kth, (n, KP, fq, L)
+                T, cols = st.filter_threshold_main(keys, L, KP, KP)
+                assert T <= kth and bool(torch.isin(torch.topk(keys[:L], KP).indices, cols).all()), (n, KP, L)
+
+
+def test_filter_plan():
+    """The filter's plan: off by default; caps raised to KP and FQ lowered to it; off with rsel, and the main chain's
+    off where stage C's tile does not fit or super groups hold fewer than KP columns; bad values named."""
+    facts = {"sm_count": 132, "name": "NVIDIA H200"}
+    p = st.plan(1, 32768, 64, facts)
+    assert (p["fcap"], p["fcapm"]) == (st.HIER_FILTER_CAP, st.HIER_FILTER_CAP_MAIN) == (0, 0)
+    p = st.plan(1, 32768, 64, facts, filter_cap=256, filter_cap_main=128, filter_q=4)
+    assert (p["fcap"], p["fcapm"], p["fq"]) == (256, 128, 4)
+    assert st._hier_wrow(p, False) == st._hier_wrow({**p, "fcap": 0, "fcapm": 0}, False) + 384
+    p = st.plan(1, 32768, 100, facts, filter_cap=32, filter_cap_main=64, filter_q=4)  # KP 128, group 4: S 16
+    assert (p["fcap"], p["fcapm"]) == (128, 0)
+    assert st.plan(1, 4096, 1, facts, filter_cap=8, filter_q=4)["fq"] == 2
+    assert st.plan(1, 32768, 64, facts, filter_cap=256, rsel=True)["fcap"] == 0
+    for bad in ({"filter_cap": 48}, {"filter_cap": -4}, {"filter_cap_main": 16384}, {"filter_q": 3}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            st.plan(1, 32768, 64, facts, **bad)
+    with pytest.raises(ValueError, match="padded block size"):
+        st.plan(1, 32768, 512, facts, fused=True, block_size=8, filter_cap=1024, rsel=False)
+
+
 # ---------------------------------------------------------------- candidate blocks (fused / unfused)
 
 BLOCK_PATHS = [
@@ -366,6 +521,16 @@ BLOCK_PATHS = [
     ("tail_chain3_tiles", {"direct": 4, "group": 4, "programs": 3, "short_chain3": True, "tail": True,
                            "scores_tile": 16, "scores_programs": 2}),
     ("tail_rsel", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "rsel": True, "tail": True}),
+    # eighteenth session (dev, off): the threshold filter -- rows without stage A (fused: the block scores formed from
+    # the logits in both passes), rows with stage A after B (group 8: S = 64 >= KP at k = 1 / 24; off where a plan
+    # cannot take it), from stage A's keys the scores launch stored, and in the one-launch tail
+    ("filter_chains", {"direct": 4, "group": 4, "programs": 3, "filter_cap": 32, "filter_q": 4}),
+    ("filter_chain3_q1", {"direct": 4, "group": 8, "programs": 3, "short_chain3": True, "filter_cap": 64,
+                          "filter_q": 1}),
+    ("filter_main", {"direct": 4, "group": 8, "programs": 3, "short_chain": False, "filter_cap_main": 32}),
+    ("filter_scores_a", {"direct": 4, "group": 8, "programs": 3, "short_chain": False, "scores_a": True,
+                         "filter_cap_main": 32, "filter_cap": 32}),
+    ("filter_tail", {"direct": 4, "group": 4, "programs": 3, "tail": True, "filter_cap": 32, "filter_q": 2}),
 ]
 
 
@@ -589,6 +754,7 @@ def test_gpu_candidate_blocks_graph_capture_replay_with_new_ends(impl):
 
 
 PDL = {"pdl": True, "pdl_early": True}
+FILTER = {"filter_cap": 256, "filter_q": 4, "filter_cap_main": 128}
 
 
 @pytest.mark.gpu
@@ -601,7 +767,9 @@ PDL = {"pdl": True, "pdl_early": True}
     ("triton", 64, 1, PDL), ("triton", 64, 8, PDL), ("triton", 64, 64, {**PDL, "scores_mult": 8}),
     ("triton", 64, 300, PDL),
     # seventeenth session (dev option, off): one launch, each row's last scores program selects the row
-    ("triton", 64, 1, {"tail": True}), ("triton", 64, 8, {"tail": True}), ("triton", 64, 64, {"tail": True})])
+    ("triton", 64, 1, {"tail": True}), ("triton", 64, 8, {"tail": True}), ("triton", 64, 64, {"tail": True}),
+    # eighteenth session (dev option, off): the threshold filter, rows without stage A and after B
+    ("triton", 64, 1, FILTER), ("triton", 64, 8, FILTER), ("triton", 64, 300, FILTER)])
 def test_gpu_candidate_blocks_with_flags_graph_replay(impl, k, rows, cfg):
     """ids + flags in one captured call (hier: flags zeroed and written by the select kernel; k = 512 at 8 rows:
     the parallel radix, then the flags kernel), replayed with new ends; ids and every flags byte poisoned first.
@@ -657,6 +825,21 @@ def test_gpu_sizes(rows, live, k, kind, algo):
     out = poisoned(rows, k, "cuda")
     st.topk_select_triton(x, k, lengths, 1, out, config={"algo": algo})
     assert_same_sets(out, topk_select_reference(x, k, lengths, 1), f"{algo} {rows}x{live} k={k} {kind}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rows,live,kind", [
+    (1, 8192, "normal"), (1, 2048, "normal"), (1, 32768, "normal"), (1, 8192, "ramp"), (8, 8192, "equal"),
+    (640, 8192, "normal"), (640, 32768, "specials"), (32, 32768, "equal"), (128, 2048, "ramp")])
+def test_gpu_filter_sizes(rows, live, kind):
+    """The threshold filter at GPU sizes (k = 64: the 16K / 64K chains and the 256K main chain), ids checked."""
+    gen = torch.Generator().manual_seed(rows * 11 + live)
+    x = _values(kind, rows, 32768, gen).cuda()
+    lengths = torch.randint(live // 2, live + 1, (rows,), generator=gen).cuda()
+    lengths[0] = live
+    out = poisoned(rows, 64, "cuda")
+    st.topk_select_triton(x, 64, lengths, 1, out, config=dict(FILTER))
+    assert_same_sets(out, topk_select_reference(x, 64, lengths, 1), f"filter {rows}x{live} {kind}")
 
 
 @pytest.mark.parametrize("fused", [True, False], ids=["fused", "unfused"])
