@@ -1308,8 +1308,9 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     wrote).  ``filter_cap`` / ``filter_cap_main`` / ``filter_q`` (defaults :data:`HIER_FILTER_CAP`,
     :data:`HIER_FILTER_CAP_MAIN`, :data:`HIER_FILTER_Q`): the threshold filter of rows without / with stage A
     (``FCAP``, ``FCAPM``: a power of two, raised to KP if below, or 0 = off; ``FQ`` in 1, 2, 4, lowered to KP).
-    Where a plan cannot take them they are off (0 in the plan): both with ``rsel``, the main chain's unless stage
-    C's whole tile fits (``KC == KP``) and super groups hold at least KP columns.
+    Where a plan cannot take them they are off (0 in the plan): both with ``rsel`` or ``KP`` x the padded block size
+    above 2048, the main chain's unless stage C's whole tile fits (``KC == KP``) and super groups hold KP to 1024
+    columns.
     ``flags_zeroed``: an earlier launch zeroed the flags; the kernel only sets them.
     """
     KP = max(2, _np2(k))
@@ -1396,15 +1397,13 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     for name, cap in (("filter_cap", fcap), ("filter_cap_main", fcapm)):
         if cap < 0 or cap & (cap - 1) or cap > 8192:
             raise ValueError(f"{name} must be 0 (off) or a power of two up to 8192, got {cap}")
-    if max(fcap, fcapm) and KP * bsp > 2048:
-        raise ValueError(f"the threshold filter needs KP x the padded block size <= 2048, got {KP} x {bsp}")
     # a cap below KP is raised to KP (the top-k needs KP slots; one config then serves every k of a test or sweep)
     fcap, fcapm = (max(c, KP) if c else 0 for c in (fcap, fcapm))
     if fq not in (1, 2, 4):
         raise ValueError(f"filter_q must be 1, 2 or 4, got {filter_q!r}")
     fq = min(fq, KP)
-    if rsel:  # the filter ranks with tl.topk; the register radix select's stages are not top-k
-        fcap = fcapm = 0
+    if rsel or KP * bsp > 2048:  # the filter ranks with tl.topk (the register radix select's stages are not top-k);
+        fcap = fcapm = 0  # its pass chunks hold 2048 keys (fused: logits), at least one KP-wide tile row
     if KC != KP or not KP <= S <= 1024:  # the main chain's filter: stage C's whole [KP, S] tile fits, a group of
         fcapm = 0  # S >= KP keys, chunks of whole super groups
     if phase_only is not None and (phase_only != 1 or not two_phase):

@@ -433,8 +433,9 @@ def test_filter_threshold_references_bound_the_kth_key(fresh_seed):
 
 
 def test_filter_plan():
-    """The filter's plan: off by default; caps raised to KP and FQ lowered to it; off with rsel, and the main chain's
-    off where stage C's tile does not fit or super groups hold fewer than KP columns; bad values named."""
+    """The filter's plan: off by default; caps raised to KP and FQ lowered to it; off with rsel or with KP x the
+    padded block size past 2048, and the main chain's off where stage C's tile does not fit or super groups hold
+    fewer than KP columns; bad values named."""
     facts = {"sm_count": 132, "name": "NVIDIA H200"}
     p = st.plan(1, 32768, 64, facts)
     assert (p["fcap"], p["fcapm"]) == (st.HIER_FILTER_CAP, st.HIER_FILTER_CAP_MAIN) == (0, 0)
@@ -448,8 +449,7 @@ def test_filter_plan():
     for bad in ({"filter_cap": 48}, {"filter_cap": -4}, {"filter_cap_main": 16384}, {"filter_q": 3}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             st.plan(1, 32768, 64, facts, **bad)
-    with pytest.raises(ValueError, match="padded block size"):
-        st.plan(1, 32768, 512, facts, fused=True, block_size=8, filter_cap=1024, rsel=False)
+    assert st.plan(1, 32768, 512, facts, fused=True, block_size=8, filter_cap=1024, rsel=False)["fcap"] == 0
 
 
 # ---------------------------------------------------------------- candidate blocks (fused / unfused)
