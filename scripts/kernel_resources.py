@@ -14,14 +14,12 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
-import tempfile
 
 import triton
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ptx_identity import CASES, compile_hier, load_tree  # noqa: E402
+from ptx_identity import CASES, compile_hier, cuobjdump, load_tree  # noqa: E402
 
 OPTIONS = {  # name: plan overrides (the eighteenth session's threshold filter, dev, off by default)
     "filter_q4_256": {"filter_cap": 256, "filter_q": 4},
@@ -32,12 +30,7 @@ OPTIONS = {  # name: plan overrides (the eighteenth session's threshold filter, 
 
 
 def resources(cubin: bytes) -> dict:
-    tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        out = subprocess.run([tool, "--dump-resource-usage", f.name], capture_output=True, text=True,
-                             check=True).stdout
+    out = cuobjdump(cubin, "--dump-resource-usage")
     got = {key: int(v) for key, v in re.findall(r"\b(REG|STACK|SHARED|LOCAL):(\d+)", out)}
     return {"regs": got.get("REG"), "stack": got.get("STACK"), "local": got.get("LOCAL"), "shared": got.get("SHARED")}
 

@@ -54,8 +54,10 @@ def compile_hier(st, case, **over):
     bs = 8 if fused else 1
     cfg = st.plan(rows, 32768, 64, {"sm_count": 132, "name": "NVIDIA H200"}, fused=fused, block_size=8, **over)
     kp = cfg["KP"]
-    wrow = (cfg["NSG"] + kp + kp * cfg["G2"] * cfg["SC2"] + (cfg["NSG"] * cfg["G2"] if fused else 0)
-            + cfg.get("fcap", 0) + cfg.get("fcapm", 0))
+    if hasattr(st, "_hier_wrow"):  # the tree's own workspace layout
+        wrow = st._hier_wrow(cfg, fused)
+    else:  # trees before 813a96c: the layout then
+        wrow = cfg["NSG"] + kp + kp * cfg["G2"] * cfg["SC2"] + (cfg["NSG"] * cfg["G2"] if fused else 0)
     cx = dict(RR=1, KP=kp, G1=cfg["G1"], G2=cfg["G2"], NSG=cfg["NSG"], NT=cfg["NT"], SB=cfg["SB"], KC=cfg["KC"],
               DT=cfg["DT"], MIN_SG=cfg["MIN_SG"], WROW=wrow, LEN_MODE=len_mode, HAS_START=False, FUSED=fused,
               BS=bs, BSP=bs, RSEL=cfg["rsel"], SHORTC=cfg["short_chain"], SC2=cfg["SC2"], KC2=cfg["KC2"],
@@ -88,9 +90,8 @@ SCORES_TYPES = dict(x_ptr="*fp32", x_stride="i64", out_ptr="*fp32", end_ptr="*i3
                     flags_ptr="*u8", width="i32", nblocks="i32", Q="i32", sg_ptr="*i64", sg_stride="i64", sg_min="i32")
 
 
-def _sass(cubin: bytes) -> str:
-    """The sm_90 instructions of a cubin (``cuobjdump -sass`` from Triton's NVIDIA backend), addresses and
-    encodings dropped."""
+def cuobjdump(cubin: bytes, *args: str) -> str:
+    """``cuobjdump ARGS`` (Triton's NVIDIA backend's) run on a cubin; its stdout."""
     import os
     import subprocess
     import tempfile
@@ -99,7 +100,12 @@ def _sass(cubin: bytes) -> str:
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()
-        out = subprocess.run([tool, "-sass", f.name], capture_output=True, text=True, check=True).stdout
+        return subprocess.run([tool, *args, f.name], capture_output=True, text=True, check=True).stdout
+
+
+def _sass(cubin: bytes) -> str:
+    """The sm_90 instructions of a cubin (``cuobjdump -sass``), addresses and encodings dropped."""
+    out = cuobjdump(cubin, "-sass")
     return "\n".join(re.sub(r"/\*[0-9a-f]+\*/", "", ln).split(";")[0].strip() for ln in out.splitlines()
                      if re.search(r"/\*[0-9a-f]{4}\*/", ln))
 
