@@ -28,7 +28,8 @@ smaller k → hier):
   from KP = 512: :data:`HIER_RSEL_MIN_KP`): every top-k is a register radix select (:func:`_reg_select`) instead.
   ``FLAGS``: the kernel also zeroes and writes the row's candidate flags (``with_flags=True``).  A threshold filter
   (``filter_cap`` / ``filter_cap_main``, dev, off: :data:`HIER_FILTER_CAP`) can stand in for the chains' last
-  stages: the keys at or above a lower bound of the KP-th key, ranked by one ``tl.topk`` when few enough reach it.
+  stages: the keys at or above a lower bound of the KP-th key, ranked by one ``tl.topk`` when few enough reach it
+  (measured slower on the H200: its two passes cost more than the stages they replace).
 * ``"fold"`` (v1) — every program keeps a sorted running top-KP over its tiles (``tl.topk`` of a
   tile, then ``sort(max(top, flip(tile_top)))``), and the last program merges the per-program lists:
   a lower bound of the k-th key filters them, a prefix sum compacts the survivors into a CAP-slot
@@ -565,7 +566,10 @@ def _filter_noa(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, start, 
     :func:`filter_threshold_noa`; ``scripts/filter_threshold_model.py`` models M (k = 64: median ~130 at FQ = 4,
     ~280 at FQ = 1; 64 for equal values and ramps)."""
     GQ: tl.constexpr = KP // FQ
-    CH: tl.constexpr = 2048 // (KP * BSP)  # tile rows per pass chunk (plan_hier: KP * BSP <= 2048 with the filter)
+    # tile rows per pass chunk: 2048 keys (fused: logits; plan_hier keeps KP * BSP <= 2048 there).  The launcher
+    # passes BSP = the padded block size to unfused calls too (candidate blocks), where a key is one score: taking
+    # it here made the unfused chunks 8x smaller and cost 58.5 µs where 18.5 was due (H200, tune_dev_AO)
+    CH: tl.constexpr = 2048 // (KP * BSP) if FUSED else 2048 // KP
     jr = tl.arange(0, CH)
     nr = (L + KP - 1) // KP
     q1 = tl.full([GQ], _PAD, tl.int64)
@@ -1159,16 +1163,19 @@ HIER_L1_PAIRS_MIN: int = 1024  # from 512 keys (the 16K third short chain) it lo
 # rows 12.4 -> 8.8, 640 rows 71.6 -> 36.2.  In the fused kernel it lost at 640 rows (16K 55.5 -> 66.4, 64K 112 ->
 # 138: the extra chain's code costs stage A), so unfused calls only.
 HIER_SHORT_CHAIN3: bool = True
-# Eighteenth session, dev (not measured yet: no GPU was lent): a threshold filter in place of the chain's last top-k
-# stages.  A lower bound T of the row's KP-th best key, from one tile of keys (the smallest of KP groups' maxima, or
-# FQ-th best keys of KP / FQ groups, and the largest minimum of KP consecutive columns); the keys >= T (M of them, the
-# top KP among them) are compacted and ranked by one top-k of CAP slots; rows with M > CAP run the chain as before.
+# Eighteenth session, dev, off: a threshold filter in place of the chain's last top-k stages.  A lower bound T of the
+# row's KP-th best key, from one tile of keys (the smallest of KP groups' maxima, or FQ-th best keys of KP / FQ
+# groups, and the largest minimum of KP consecutive columns); the keys >= T (M of them, the top KP among them) are
+# compacted and ranked by one top-k of CAP slots; rows with M > CAP run the chain as before.
 # ``HIER_FILTER_CAP``: rows without stage A (the narrow / short / second short chains: 16K-64K at k = 64), in place
 # of C-D (three tl.topk at 64K, two at 16K); ``HIER_FILTER_CAP_MAIN``: rows with stage A, after B, in place of C-D.
 # 0 = off.  Modelled M (scripts/filter_threshold_model.py, k = 64): without stage A ~130 median / ~225 p99 at FQ = 4,
-# ~280 / ~500 at FQ = 1; after B ~70 / ~75 (1% NaN ~85 / ~96); 64 for equal values and ramps.  Predicted from the
-# latency ladder (one 512-key stage ~1.5-2.5 µs): 1 x 64K select 9.0 -> ~5-6 µs, 1 x 16K 5.0 -> ~4, 1 x 256K 10.7
-# -> ~8; to be measured (scripts/gpu_tune_dev.py --section AN) before any default changes.
+# ~280 / ~500 at FQ = 1; after B ~70 / ~75 (1% NaN ~85 / ~96); 64 for equal values and ramps.  Predicted 1 x 64K
+# select 9.0 -> ~5-6 µs.  Measured (nineteenth session, H200, tune_dev_AN.csv): slower wherever it runs -- 1 x 64K
+# 9.0 -> 19.5 µs (FQ 4 / 256) / 15.7 (FQ 1 / 512), 1 x 16K 5.0 -> 6.6 / 6.2, the main filter 1 x 256K 10.5 -> 13.3
+# -- and its code alone costs 640-row plans it never serves (256K 62.6 -> 75.3).  Each 2048-key pass chunk costs
+# ~1.6-2.2 µs in one program (a chain of block-wide reductions and a scan, not bytes), about one 512-key top-k
+# stage, and the filter reads every chunk twice.  Kept off, for A/B (notes/select_kernel.md, "Nineteenth session").
 HIER_FILTER_CAP: int = 0
 HIER_FILTER_CAP_MAIN: int = 0
 HIER_FILTER_Q: int = 4

@@ -105,11 +105,15 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
 * ``AM`` (seventeenth session): the unfused composition in one launch (``tail``: each row's last scores program
   selects the row, :mod:`dsa_lab.tail_triton`) at 8 / 4 warps and with the scores grid at 8 x SM, against the default
   (two launches, the select a programmatic dependent by ``_pdl_rule``), full stage with flags, k = 64, 1-160 rows.
-* ``AN`` (eighteenth session, prepared without a GPU): the hier kernel's threshold filter in place of the chains' last
-  top-k stages (``filter_cap``: rows without stage A, the 16K / 64K chains, FQ = 4 with 256 slots, FQ = 1 with 512,
-  FQ = 4 with 512; ``filter_cap_main``: 256K rows after stage B, 128 slots; both), select stage k = 64 at 1-640 rows
-  x 4K-256K, four more distributions at 64K / 256K (equal values and ramps take the filter's second bound; the
-  1.2 spread target), and the full stage with flags at 16K-256K.
+* ``AN`` (eighteenth session, prepared without a GPU; run in the nineteenth): the hier kernel's threshold filter in
+  place of the chains' last top-k stages (``filter_cap``: rows without stage A, the 16K / 64K chains, FQ = 4 with
+  256 slots, FQ = 1 with 512, FQ = 4 with 512; ``filter_cap_main``: 256K rows after stage B, 128 slots; both),
+  select stage k = 64 at 1-640 rows x 4K-256K, four more distributions at 64K / 256K (equal values and ramps take the
+  filter's second bound; the 1.2 spread target), and the full stage with flags at 16K-256K.  Measured: every filter
+  arm slower where it runs.
+* ``AO`` (nineteenth session): AN's filter cost the full stage 4-7x what it cost the select stage; the full stage at
+  16K / 64K, 1 and 32 rows, default and ``filter_cap`` 256 / FQ 4, each with and without the dependent launch and
+  the flags (``--profile`` adds each arm's kernels under torch.profiler).
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -568,9 +572,35 @@ def points(section):
         for ctx in (65536, 16384, 262144):
             for conc, nn in ((1, 1), (16, 1), (32, 1), (128, 5)):
                 pts.append(("full", ctx, conc, nn, 64, "normal", fv))
+    elif section == "AO":  # nineteenth session: where AN's filter costs the full stage 4-7x what it costs the select
+        f4 = {"filter_cap": 256, "filter_q": 4}
+        var = {"fold_unfused": None, "fold_unfused_f4": f4, "fold_unfused_nopdl": {"pdl": False},
+               "fold_unfused_f4_nopdl": {**f4, "pdl": False}, "unfused": None, "unfused_f4": f4}
+        for ctx in (65536, 16384):
+            for conc, nn in ((1, 1), (32, 1)):
+                pts.append(("full", ctx, conc, nn, 64, "normal", var))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts
+
+
+def profile_kernels(fn, calls=20):
+    """``(kernel name, launches, mean device µs per launch)`` of each kernel ``fn`` launches, under torch.profiler
+    (plain launches, not a graph: the per-kernel split of a graph-timed total, not a replacement for it)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    rows = []
+    for e in prof.key_averages():
+        tot = getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0)
+        if tot and e.count:
+            rows.append((e.key[:80], e.count, tot / e.count))
+    return rows
 
 
 def make_fn(stage, inp, k, name, cfg, out):
@@ -605,6 +635,8 @@ def main():
     ap.add_argument("--start", type=int, default=0, help="skip the first N points (a parallel --check-only compiler)")
     ap.add_argument("--smoke", action="store_true", help="CPU interpreter, tiny width, first points only (checks)")
     ap.add_argument("--part", default=None, help="i/K: only points i, i+K, ... (parallel --check-only compilers)")
+    ap.add_argument("--profile", action="store_true",
+                    help="also each arm's kernels under torch.profiler (20 calls): tune_dev_<section>_kernels.csv")
     ap.add_argument("--arms", default=None, help="a,b,...: only these variants (parallel --check-only compilers)")
     a = ap.parse_args()
     dev, mml = ("cpu", 4096) if a.smoke else ("cuda", MML)
@@ -627,6 +659,10 @@ def main():
         w = csv.DictWriter(f, fieldnames=["stage", "context", "concurrency", "next_n", "rows", "k", "dist", "arm",
                                           "median_us", "p10_us", "p90_us", "check"])
         w.writeheader()
+        if a.profile:
+            fk = open(os.path.join(a.out, f"tune_dev_{a.section}_kernels.csv"), "w", newline="")
+            wk = csv.DictWriter(fk, fieldnames=["stage", "context", "rows", "arm", "kernel", "calls", "avg_us"])
+            wk.writeheader()
     done = bad_total = 0
     for i, (stage, ctx, conc, nn, k, dist, var) in enumerate(pts):
         if time.time() - t0 > a.max_s:
@@ -688,6 +724,17 @@ def main():
                             "p10_us": round(tm.p10_us, 3), "p90_us": round(tm.p90_us, 3),
                             "check": checks.get(name, "")})
             f.flush()
+            if a.profile:
+                for name, fn in fns.items():
+                    try:
+                        prof_rows = profile_kernels(fn)
+                    except Exception as e:  # the profiler is a side view: its failure must not cost the timings
+                        print(f"  profile {name}: {type(e).__name__}: {str(e)[:160]}", flush=True)
+                        prof_rows = []
+                    for kname, calls, avg in prof_rows:
+                        wk.writerow({"stage": stage, "context": ctx, "rows": p.rows, "arm": name, "kernel": kname,
+                                     "calls": calls, "avg_us": round(avg, 3)})
+                fk.flush()
             best = min((v, n) for n, v in res.items() if n != "torch")
             print(f"{a.section} {stage:<6} {ctx:>6} r{p.rows:<4} k{k:<5} {dist:<7} " +
                   " ".join(f"{n}={v:.1f}" for n, v in res.items()) + f"  best={best[1]}", flush=True)
