@@ -102,16 +102,21 @@ def _scores_program(
     x_ptr, x_stride, out_ptr, end_ptr, start_ptr, flags_ptr, sg_ptr, sg_stride, sg_min, width, nblocks, Q,
     RR: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, BJ: tl.constexpr,
     HAS_START: tl.constexpr, PADDED: tl.constexpr, FILL_DEAD: tl.constexpr, WHOLE: tl.constexpr,
-    LOOP: tl.constexpr, ZF: tl.constexpr, SG: tl.constexpr, LD: tl.constexpr,
+    LOOP: tl.constexpr, ZF: tl.constexpr, SG: tl.constexpr, LD: tl.constexpr, rc_ptr, RC: tl.constexpr,
 ):
-    """One program of the block-scores launch (both kernels below); ``SG > 0``: with the select's stage-A keys.
+    """One program of the block-scores launch (the kernels below); ``SG > 0``: with the select's stage-A keys.
     ``LD``: signal ``griddepcontrol.launch_dependents`` first, so a launch that depends on this one programmatically
     (the unfused select, which waits for this launch's writes before it reads them) may start once every program of
-    this launch has started."""
+    this launch has started.  ``RC`` (:func:`_block_scores_rc_kernel`): the grid is ``(Q, rows)``, and the row's
+    programs announce it finished (:func:`_row_done`)."""
     if LD:
         _tl_cuda.gdc_launch_dependents()
-    row = tl.program_id(0)
-    jb = tl.program_id(1)
+    if RC:
+        row = tl.program_id(1)
+        jb = tl.program_id(0)
+    else:
+        row = tl.program_id(0)
+        jb = tl.program_id(1)
     if ZF > 0:
         # the unfused composition's flags (uint8 [rows, nblocks + 1]): the row's Q programs zero one slice each,
         # so the select kernel after this launch only sets its bytes (ZF 1: byte stores, 2: 8-byte words)
@@ -153,6 +158,22 @@ def _scores_program(
         else:
             _bounded_tile(x_ptr, row_off, orow, jb, start, end, lend, n_ext, nblocks, BS, BSP, BJ, FILL_DEAD, WHOLE,
                           sgrow, sg_min, SG)
+    if RC:
+        _row_done(rc_ptr, row, Q, tl.num_programs(1))
+
+
+@triton.jit
+def _row_done(rc_ptr, row, Q, rows):
+    """A program of the row is done: its stores are released by an arrival on the row's counter ``rc_ptr[row]``;
+    the row's ``Q``-th arrival resets that counter and raises its done flag ``rc_ptr[rows + row]`` (release), which
+    the select program of the row waits for (acquire) and lowers again (``select_triton._hier_kernel``'s ``RWAIT``).
+    The barrier first: the one lane that makes the arrival then orders every lane's stores before it (the pattern
+    of CUTLASS's ``Semaphore::release``)."""
+    tl.debug_barrier()
+    old = tl.atomic_add(rc_ptr + row, 1, sem="acq_rel")
+    if old == Q - 1:
+        tl.store(rc_ptr + row, 0)
+        tl.atomic_xchg(rc_ptr + rows + row, 1, sem="release")
 
 
 # shape ints are not specialised (divisibility/==1 hints buy nothing here and would compile one
@@ -167,7 +188,20 @@ def _block_scores_kernel(
     """Block scores alone: every caller but the unfused select's ``scores_a`` path (its own kernel, so that its
     parameters and code stay as recorded before that path existed: ``scripts/ptx_identity.py``)."""
     _scores_program(x_ptr, x_stride, out_ptr, end_ptr, start_ptr, flags_ptr, out_ptr, 0, 0, width, nblocks, Q,
-                    RR, BS, BSP, BJ, HAS_START, PADDED, FILL_DEAD, WHOLE, LOOP, ZF, 0, LD)
+                    RR, BS, BSP, BJ, HAS_START, PADDED, FILL_DEAD, WHOLE, LOOP, ZF, 0, LD, out_ptr, False)
+
+
+@triton.jit(do_not_specialize=["width", "nblocks", "Q"])
+def _block_scores_rc_kernel(
+    x_ptr, x_stride, out_ptr, end_ptr, start_ptr, flags_ptr, rc_ptr, width, nblocks, Q,
+    RR: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, BJ: tl.constexpr, HAS_START: tl.constexpr,
+    WHOLE: tl.constexpr, LOOP: tl.constexpr, ZF: tl.constexpr, LD: tl.constexpr,
+):
+    """Bounded scores (dead slots unwritten) on a ``(Q, rows)`` grid, each row announcing itself finished on the row
+    counters (``row_counters``: the unfused select's per-row handoff, ``rowsync``, dev).  Its own kernel, so that the
+    recorded kernels' parameters and code stay as they are (``scripts/ptx_identity.py``)."""
+    _scores_program(x_ptr, x_stride, out_ptr, end_ptr, start_ptr, flags_ptr, out_ptr, 0, 0, width, nblocks, Q,
+                    RR, BS, BSP, BJ, HAS_START, False, False, WHOLE, LOOP, ZF, 0, LD, rc_ptr, True)
 
 
 @triton.jit(do_not_specialize=["sg_min", "width", "nblocks", "Q"])
@@ -180,7 +214,7 @@ def _block_scores_sg_kernel(
     """Block scores and the select's stage-A keys (``stage_a``; bounded, dead slots unwritten): the unfused full
     stage at up to a quarter as many rows as SMs (``select_triton._scores_a_rule``)."""
     _scores_program(x_ptr, x_stride, out_ptr, end_ptr, start_ptr, flags_ptr, sg_ptr, sg_stride, sg_min, width,
-                    nblocks, Q, RR, BS, BSP, BJ, HAS_START, False, False, WHOLE, LOOP, ZF, SG, LD)
+                    nblocks, Q, RR, BS, BSP, BJ, HAS_START, False, False, WHOLE, LOOP, ZF, SG, LD, out_ptr, False)
 
 
 @triton.jit(do_not_specialize=["sg_min", "rows", "width", "nblocks", "P", "fper"])
@@ -286,7 +320,7 @@ def programs_per_row(rows: int, nblocks: int, bj: int, sm_count: int, mult: int 
 
 def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_repeat=1, padded=False,
                         fill_dead=True, whole_tiles=None, programs=None, zero_flags=None, tile=None, num_warps=None,
-                        mult=None, stage_a=None, schedule=None, launch_dependents=False):
+                        mult=None, stage_a=None, schedule=None, launch_dependents=False, row_counters=None):
     """Block scores of ``logits`` (arguments validated by :func:`dsa_lab.block_scores`).
 
     Args:
@@ -320,6 +354,12 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
             dividing the tile) and the longest row extent that needs no stage A (``>= 0``): the launch also stores
             the stage-A keys of each row whose extent ``L`` exceeds ``sg_min`` at ``ws[row * wrow + g]`` for every
             super group ``g`` holding a block below ``L`` (:func:`_stage_a_keys`); no other slot is written.
+        row_counters: bounded, ``fill_dead=False``, ``schedule="rows"``, no ``stage_a`` (dev, the unfused select's
+            per-row handoff): a contiguous int32 tensor of at least ``2 * rows`` slots, the first ``rows`` zero.  The
+            grid becomes ``(programs per row, rows)``, so that rows finish roughly in order, and each row's programs,
+            once its scores (and its flags' zeros) are stored, count themselves on ``row_counters[row]``.  The last
+            one resets that counter and sets ``row_counters[rows + row]`` to 1 (release).  The reader of the row
+            must wait for that flag and lower it (:func:`_row_done`).
 
     Returns:
         float32 ``[rows, cdiv(width, block_size)]``, new; every slot written.
@@ -386,6 +426,17 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
     whole = bool(SCORES_WHOLE_TILES if whole_tiles is None else whole_tiles) and not padded
     if launch_dependents and padded:
         raise ValueError("launch_dependents applies to the bounded kernel only (padded=False)")
+    if row_counters is not None:
+        if padded or fill_dead or live or stage_a is not None:
+            raise ValueError("row_counters applies to the bounded kernel with fill_dead=False, the 'rows' schedule "
+                             "and no stage_a")
+        if not isinstance(row_counters, torch.Tensor) or row_counters.dtype != torch.int32 \
+                or not row_counters.is_contiguous() or row_counters.numel() < 2 * rows \
+                or row_counters.device != logits.device:
+            raise ValueError(f"row_counters must be a contiguous int32 tensor of at least 2 * rows = {2 * rows} slots "
+                             f"on the logits' device")
+        if rows > 65535:
+            raise ValueError(f"row_counters: the grid's second axis holds the rows, at most 65535, got {rows}")
     ld = {"LD": True} if launch_dependents else {}  # absent: the kernels as compiled before the option existed
     starts = row_starts if row_starts is not None else row_ends
     flags = zero_flags if zero_flags is not None else out
@@ -397,6 +448,13 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
             logits, logits.stride(0), out, row_ends, starts, flags, sg_ws, sg_stride, sg_min, rows, width, nblocks, q,
             fper, RR=int(row_repeat), BS=bs, BSP=bsp, BJ=bj, HAS_START=row_starts is not None, WHOLE=whole, ZF=zf,
             SG=sgk, RB=1024, num_warps=nw, **ld,
+        )
+        return out
+    if row_counters is not None:
+        _block_scores_rc_kernel[(q, rows)](
+            logits, logits.stride(0), out, row_ends, starts, flags, row_counters, width, nblocks, q,
+            RR=int(row_repeat), BS=bs, BSP=bsp, BJ=bj, HAS_START=row_starts is not None, WHOLE=whole,
+            LOOP=q < ntiles, ZF=zf, LD=bool(launch_dependents), num_warps=nw,
         )
         return out
     if sgk:

@@ -524,6 +524,20 @@ def _filter_finish(kk, valid, T, cnt, cbase, ws_ptr, CAP: tl.constexpr):
 
 
 @triton.jit
+def _row_wait(done_ptr):
+    """Wait for a row's done flag (set with release by the scores launch's :func:`dsa_lab.scores_triton._row_done`),
+    then lower it for the next call / graph replay.  One lane spins with acquire loads (an atomic add of 0); the
+    barrier after it carries the acquire to every lane (the pattern of CUTLASS's ``Semaphore::wait``).  Only safe
+    when every program of the scores launch has started (the early-signal dependent launch) or finished (a plain
+    launch after it): a spinning program must never hold the slot a scores program of its row needs."""
+    d = tl.atomic_add(done_ptr, 0, sem="acquire")
+    while d == 0:
+        d = tl.atomic_add(done_ptr, 0, sem="acquire")
+    tl.store(done_ptr, 0)
+    tl.debug_barrier()
+
+
+@triton.jit
 def _filter_tile(src_ptr, row_off, ids, L, start, end, width, W: tl.constexpr, FUSED: tl.constexpr,
                  BS: tl.constexpr, BSP: tl.constexpr):
     """``(keys, valid)`` of the ``[len(ids), W]`` tile whose row ``i`` holds columns ``ids[i] * W`` on (``ids < 0``:
@@ -827,7 +841,7 @@ def _hier_kernel(
     SC2: tl.constexpr, KC2: tl.constexpr, FASTA: tl.constexpr, PHASE: tl.constexpr, FZW: tl.constexpr,
     DIRECT1D: tl.constexpr, SC3: tl.constexpr, G1S: tl.constexpr, G2S: tl.constexpr, KC3: tl.constexpr,
     SKEYS: tl.constexpr, SDIR: tl.constexpr, AFIRST: tl.constexpr, L1P: tl.constexpr, GDC: tl.constexpr = False,
-    FCAP: tl.constexpr = 0, FCAPM: tl.constexpr = 0, FQ: tl.constexpr = 1,
+    FCAP: tl.constexpr = 0, FCAPM: tl.constexpr = 0, FQ: tl.constexpr = 1, RWAIT: tl.constexpr = False,
 ):
     """Exact top-k by nested group maxima.
 
@@ -849,13 +863,17 @@ def _hier_kernel(
 
     ``GDC``: launched as a programmatic dependent of the scores launch (``launch_pdl``): the row's bounds (inputs,
     never written by that launch) are read before ``griddepcontrol.wait``, everything the scores launch writes (the
-    scores, stage A's keys, the zeroed flags) only after it.
+    scores, stage A's keys, the zeroed flags) only after it.  ``RWAIT`` (``rowsync``, dev; one program per row, one
+    launch): instead of that wait, the program waits for its own row's done flag from the scores launch
+    (``cnt_ptr[2 * rows + row]``, :func:`_row_wait`), so rows whose scores are stored need not wait for the rest.
     """
     S: tl.constexpr = G1 * G2
     row = tl.program_id(0)
     p = tl.program_id(1)
     L, start, end = _row_extent(row, len_ptr, start_ptr, n, width, LEN_MODE, HAS_START, RR, BS)
-    if GDC:
+    if RWAIT:
+        _row_wait(cnt_ptr + 2 * tl.num_programs(0) + row)
+    elif GDC:
         _tl_cuda.gdc_wait()
     row_off = row.to(tl.int64) * src_stride
     if PHASE == 1:
@@ -1229,6 +1247,15 @@ UNFUSED_PDL_EARLY: bool = False
 # 4 warps), so 2 programs per SM where the scores launch keeps 7 resident; and in the grid's row-fastest order a row's
 # last program is among the last dispatched (not measured apart).  Off; kept as a tested option.
 UNFUSED_TAIL: bool = False
+# Nineteenth session, dev, off: a per-row handoff from the scores launch to the select launch (config ``rowsync``).
+# The select launch waits for the whole scores launch (``griddepcontrol.wait``, or stream order), so at 640 x 256K
+# its ~63 µs follow the scores' ~190 (full stage 257 µs, 1.70x its bytes floor; tune_dev_AN).  With ``rowsync`` the
+# scores grid turns to ``(programs per row, rows)``, so that rows finish roughly in order, and each row's last scores
+# program raises a done flag (release); the select program of the row waits for that flag alone (acquire), so early
+# rows' chains can run beside later rows' streams.  Applies where the select is a hier plan of one program per row in
+# one launch without ``scores_a`` (elsewhere the call runs as without it).  Safe against deadlock only because the
+# select launch starts once every scores program has started (the early-signal dependent launch) or finished.
+UNFUSED_ROWSYNC: bool = False
 
 
 def _pdl_rule(rows: int, sm: int) -> tuple[bool, int | None]:
@@ -1564,7 +1591,7 @@ def main_chain_min(cfg: dict) -> int:
 
 
 def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs, config, flags=None, planned=None,
-            ws=None, pdl=False):
+            ws=None, pdl=False, row_sync=None):
     """``flags``: a ``uint8 [rows, n + 1]`` tensor the hier kernel zeroes and fills (the flags contract) where its
     plan says ``kernel_flags``; otherwise, and for the other algorithms, the flags kernel fills it after.
     ``planned``: a plan already made from ``config`` (``config`` is then not read again).  ``ws`` (unfused hier
@@ -1572,7 +1599,9 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
     (:func:`dsa_lab.scores_triton.block_scores_triton`'s ``stage_a``), so one launch of one program per row runs the
     rest (``PHASE = 2``).  ``pdl`` (hier plans in one launch after the scores launch, on a device whose facts say
     ``pdl``): that launch is a programmatic dependent of the scores launch (``GDC``, ``launch_pdl``), so its launch and
-    its reads of the row bounds overlap the end of the scores launch."""
+    its reads of the row bounds overlap the end of the scores launch.  ``row_sync`` (``rowsync``: hier, one program
+    per row, one launch): the counters the scores launch was given as ``row_counters`` (at offset ``rows``); the kernel
+    waits for its row's done flag instead of the whole scores launch (``RWAIT``)."""
     facts = _impl.facts_for(src)
     cfg = planned
     if cfg is None:
@@ -1604,6 +1633,11 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
         kflags = flags is not None and cfg["kernel_flags"]
         two = cfg["two_phase"] or stage_a_done
         cnt = _counters(dev, rows) if (P > 1 and not two) else dummy
+        rw = {}
+        if row_sync is not None:
+            if P != 1 or two:
+                raise ValueError("row_sync needs a hier plan of one program per row in one launch")
+            cnt, rw = row_sync, {"RWAIT": True}
         common = dict(RR=rr, KP=KP, G1=cfg["G1"], G2=cfg["G2"], NSG=cfg["NSG"], NT=cfg["NT"], SB=cfg["SB"],
                       KC=cfg["KC"], DT=cfg["DT"], MIN_SG=cfg["MIN_SG"], WROW=wrow,
                       LEN_MODE=len_mode, HAS_START=start_t is not None, FUSED=fused, BS=bs, BSP=_np2(bs),
@@ -1628,7 +1662,7 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
             gdc = dict(GDC=True, launch_pdl=True) if pdl else {}
             _hier_kernel[(rows, P)](src, stride, lens, starts, out, ws, cnt, flags if kflags else dummy, n, width,
                                     k, P, MULTI=P > 1, FLAGS=kflags, PHASE=0, num_warps=cfg["num_warps"], **common,
-                                    **gdc)
+                                    **gdc, **rw)
         return out if kflags else _separate_flags(out, flags, width, start_t, bs, rr)
     CAP = cfg["CAP"]
     if P > 1:
@@ -1741,11 +1775,12 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
     pdl = cfg.pop("pdl", None)  # unfused: the select launch a programmatic dependent of the scores launch (dev A/B)
     pdl_early = cfg.pop("pdl_early", None)  # ... and the scores programs let it launch as they start (dev A/B)
     tail = cfg.pop("tail", None)  # unfused: one launch, each row's last scores program selects it (dev A/B)
+    rsync = cfg.pop("rowsync", None)  # unfused: the select waits per row for the scores launch (dev A/B)
     if fused:
         ids = _launch(logits, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
                       2, True, bs, cfg, flags)
         return (ids, flags) if with_flags else ids
-    from .scores_triton import block_scores_triton, tile_blocks
+    from .scores_triton import SCORES_SCHEDULE, block_scores_triton, tile_blocks
 
     fz = UNFUSED_FLAGS_IN_SCORES if fz is None else bool(fz)
     facts = _impl.facts_for(logits)
@@ -1784,12 +1819,17 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
     early = pdl and (UNFUSED_PDL_EARLY if pdl_early is None else bool(pdl_early))
     if early and smult is None and sprog is None:  # the rule's grid was measured with the early signal only
         smult = rule_mult
+    rsync = (UNFUSED_ROWSYNC if rsync is None else bool(rsync)) and hier and p["P"] == 1 and not p["two_phase"] \
+        and not sa and (ssched or SCORES_SCHEDULE) == "rows"
+    rc = None
+    if rsync:  # [0, rows): the select's own counters (unused at one program per row); then the scores launch's
+        rc = _counters(logits.device, 3 * rows)
     sc = block_scores_triton(logits, row_ends, row_starts, bs, row_repeat, fill_dead=False,
                              whole_tiles=whole, programs=sprog, tile=stile, num_warps=swarps, mult=smult,
                              zero_flags=flags if fz else None, stage_a=stage_a, schedule=ssched,
-                             launch_dependents=early)  # read < extent only
+                             launch_dependents=early, row_counters=None if rc is None else rc[rows:])  # < extent only
     if fz:
         p["flags_zeroed"] = True
     ids = _launch(sc, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
-                  2, False, bs, cfg, flags, planned=p, ws=ws, pdl=pdl)
+                  2, False, bs, cfg, flags, planned=p, ws=ws, pdl=pdl, row_sync=rc)
     return (ids, flags) if with_flags else ids

@@ -114,6 +114,9 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
 * ``AO`` (nineteenth session): AN's filter cost the full stage 4-7x what it cost the select stage; the full stage at
   16K / 64K, 1 and 32 rows, default and ``filter_cap`` 256 / FQ 4, each with and without the dependent launch and
   the flags (``--profile`` adds each arm's kernels under torch.profiler).
+* ``AP`` (nineteenth session): the full stage with the select waiting per row for the scores launch (``rowsync``;
+  the scores grid turned to rows-last so that rows finish in order), at its default grid and at 16 / 8 x SM programs,
+  160-640 rows x 4K-256K (where the select runs one program per row), against the default.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -578,6 +581,13 @@ def points(section):
                "fold_unfused_f4_nopdl": {**f4, "pdl": False}, "unfused": None, "unfused_f4": f4}
         for ctx in (65536, 16384):
             for conc, nn in ((1, 1), (32, 1)):
+                pts.append(("full", ctx, conc, nn, 64, "normal", var))
+    elif section == "AP":  # nineteenth session: the select waits per row for the scores launch (rowsync)
+        rs = {"rowsync": True}
+        var = {"fold_unfused": None, "fold_unfused_rs": rs, "fold_unfused_rs_m16": {**rs, "scores_mult": 16},
+               "fold_unfused_rs_m8": {**rs, "scores_mult": 8}, "fold_unfused_m16": {"scores_mult": 16}}
+        for ctx in (262144, 65536, 16384, 4096):
+            for conc, nn in ((128, 5), (64, 5), (32, 5)):
                 pts.append(("full", ctx, conc, nn, 64, "normal", var))
     else:
         raise SystemExit(f"unknown section {section}")

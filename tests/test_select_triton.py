@@ -769,7 +769,10 @@ FILTER = {"filter_cap": 256, "filter_q": 4, "filter_cap_main": 128}
     # seventeenth session (dev option, off): one launch, each row's last scores program selects the row
     ("triton", 64, 1, {"tail": True}), ("triton", 64, 8, {"tail": True}), ("triton", 64, 64, {"tail": True}),
     # eighteenth session (dev option, off): the threshold filter, rows without stage A and after B
-    ("triton", 64, 1, FILTER), ("triton", 64, 8, FILTER), ("triton", 64, 300, FILTER)])
+    ("triton", 64, 1, FILTER), ("triton", 64, 8, FILTER), ("triton", 64, 300, FILTER),
+    # nineteenth session (dev option, off): the select waits per row for the scores launch (300 rows: one program
+    # per row, the early-signalled dependent launch by the rule)
+    ("triton", 64, 300, {"rowsync": True}), ("triton", 64, 160, {"rowsync": True, "scores_mult": 8})])
 def test_gpu_candidate_blocks_with_flags_graph_replay(impl, k, rows, cfg):
     """ids + flags in one captured call (hier: flags zeroed and written by the select kernel; k = 512 at 8 rows:
     the parallel radix, then the flags kernel), replayed with new ends; ids and every flags byte poisoned first.
@@ -991,3 +994,101 @@ def test_scores_a_rule(monkeypatch, stage_a_calls):
         monkeypatch.setattr(st, "UNFUSED_STAGE_A_IN_SCORES", const)
         st.select_candidate_blocks_triton(x[:rows], ends[:rows], 3, None, 8, 1, fused=False, config={**cfg, **extra})
         assert calls[-1] is want, (const, rows, extra)
+
+
+@pytest.fixture
+def row_counter_calls(monkeypatch):
+    """A list that gets, for every scores launch of the unfused composition, the ``row_counters`` it was given."""
+    from dsa_lab import scores_triton
+
+    calls = []
+    real = scores_triton.block_scores_triton
+    monkeypatch.setattr(scores_triton, "block_scores_triton",
+                        lambda *a, **kw: calls.append(kw.get("row_counters")) or real(*a, **kw))
+    return calls
+
+
+@pytest.mark.parametrize("sprog,with_flags", [(1, True), (3, True), (2, False)])
+def test_rowsync_matches_reference_and_lowers_every_flag(sprog, with_flags, row_counter_calls, fresh_seed):
+    """``rowsync`` (the select waits per row for the scores launch, dev): one program per row, the scores launch at
+    1-3 programs per row on its ``(Q, rows)`` grid.  Ids (and every flags byte) equal the reference; afterwards every
+    arrival counter and done flag is back at 0, so a second call (new ends) runs as the first.  Rows of every extent
+    kind: whole, partial, one block, none."""
+    from dsa_lab.flags import candidate_flags_torch
+
+    gen = torch.Generator().manual_seed(fresh_seed)
+    rows, width, k = 5, 3000, 6
+    x = torch.randn(rows, width, generator=gen)
+    cfg = {"rowsync": True, "programs": 1, "scores_programs": sprog, "direct": 4, "group": 2}
+    for ends in (torch.tensor([3000, 1234, 5, 0, 2999]), torch.randint(0, width + 40, (rows,), generator=gen)):
+        ref = topk_select_reference(block_scores_torch(x, ends, None, 8, 1), k)
+        got = st.select_candidate_blocks_triton(x, ends, k, None, 8, 1, poisoned(rows, k, "cpu"), fused=False,
+                                                config=dict(cfg), with_flags=with_flags)
+        ids = got[0] if with_flags else got
+        assert_same_sets(ids, ref, f"ends={ends.tolist()} seed={fresh_seed}")
+        if with_flags:
+            assert torch.equal(got[1], candidate_flags_torch(ref, width, None, 8, 1))
+        rc = row_counter_calls[-1]
+        assert rc is not None and rc.numel() >= 2 * rows, "rowsync did not reach the scores launch"
+        assert int(rc[: 2 * rows].abs().sum()) == 0, rc[: 2 * rows]
+
+
+def test_row_done_raises_each_rows_flag_once(fresh_seed):
+    """The scores launch with ``row_counters``: every row's arrival counter ends at 0 and its done flag at 1 (the row's
+    programs all arrived, the last one raised it); the live scores equal the reference's, rows past 2 untouched."""
+    from dsa_lab.scores_triton import block_scores_triton
+
+    gen = torch.Generator().manual_seed(fresh_seed)
+    rows, width = 4, 5000
+    x = torch.randn(rows, width, generator=gen)
+    ends = torch.tensor([5000, 17, 0, 4321])
+    rc = torch.full((2 * rows + 3,), 0, dtype=torch.int32)
+    rc[2 * rows:] = 77
+    sc = block_scores_triton(x, ends, None, 8, 1, fill_dead=False, programs=3, row_counters=rc)
+    assert rc[:rows].tolist() == [0] * rows and rc[rows: 2 * rows].tolist() == [1] * rows
+    assert rc[2 * rows:].tolist() == [77] * 3
+    want = block_scores_torch(x, ends, None, 8, 1)
+    for r, e in enumerate(ends.tolist()):
+        n = -(-e // 8)
+        assert torch.equal(sc[r, :n], want[r, :n]), r
+
+
+def test_rowsync_only_where_one_program_per_row(row_counter_calls):
+    """``rowsync`` applies to a hier plan of one program per row in one launch, without ``scores_a``; elsewhere the
+    call runs as without it (no counters given to the scores launch) and is still exact."""
+    x = torch.randn(3, 2000)
+    ends = torch.tensor([2000, 900, 1])
+    ref = topk_select_reference(block_scores_torch(x, ends, None, 8, 1), 4)
+    base = {"rowsync": True, "direct": 4, "group": 2}
+    for extra, engaged in (({"programs": 1}, True), ({"programs": 2}, False), ({"programs": 1, "scores_a": True}, False),
+                           ({"programs": 1, "two_phase": True}, False), ({"programs": 1, "rowsync": False}, False)):
+        out = poisoned(3, 4, "cpu")
+        st.select_candidate_blocks_triton(x, ends, 4, None, 8, 1, out, fused=False, config={**base, **extra})
+        assert_same_sets(out, ref, f"{extra}")
+        assert (row_counter_calls[-1] is not None) is engaged, extra
+
+
+@pytest.mark.parametrize("kw,match", [
+    ({"padded": True}, "row_counters applies"), ({"fill_dead": True}, "row_counters applies"),
+    ({"schedule": "live"}, "row_counters applies"),
+    ({"rc": torch.zeros(6, dtype=torch.int64)}, "row_counters must be"),
+    ({"rc": torch.zeros(5, dtype=torch.int32)}, "row_counters must be")])
+def test_row_counters_bad_arguments(kw, match):
+    """``row_counters`` outside its kernel (padded, every slot written, the live schedule), of the wrong dtype or too
+    small: a ValueError naming it."""
+    from dsa_lab.scores_triton import block_scores_triton
+
+    kw = dict(kw)
+    rc = kw.pop("rc", torch.zeros(6, dtype=torch.int32))
+    kw.setdefault("fill_dead", False)
+    with pytest.raises(ValueError, match=match):
+        block_scores_triton(torch.randn(3, 100), torch.tensor([100, 50, 1]), None, 8, 1, row_counters=rc, **kw)
+
+
+def test_row_sync_needs_one_program_per_row():
+    """``_launch``'s ``row_sync`` with a plan of several programs per row: a ValueError, not a select that waits on
+    counters no launch raises."""
+    sc = torch.randn(2, 300)
+    with pytest.raises(ValueError, match="row_sync"):
+        st._launch(sc, torch.tensor([300, 200], dtype=torch.int32), None, None, 2, 300, 300, 4, 1, 2, False, 8,
+                   {"programs": 2, "direct": 4, "group": 2}, row_sync=torch.zeros(6, dtype=torch.int32))
