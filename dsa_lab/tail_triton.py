@@ -50,7 +50,7 @@ def _tail_kernel(
     the narrow / short / second short chains, or B-D from stage A's keys) and resets the counter to 0."""
     S: tl.constexpr = G1 * G2
     _scores_program(x_ptr, x_stride, sc_ptr, end_ptr, start_ptr, flags_ptr, ws_ptr, WROW, sg_min, width, nblocks, Q,
-                    RR, BS, BSP, BJ, HAS_START, False, False, WHOLE, LOOP, ZF, SG, False)
+                    RR, BS, BSP, BJ, HAS_START, False, False, WHOLE, LOOP, ZF, SG, False, sc_ptr, False)
     tl.debug_barrier()  # every lane's stores before the arrival (released by the atomic)
     row = tl.program_id(0)
     old = tl.atomic_add(cnt_ptr + row, 1, sem="acq_rel")
