@@ -355,7 +355,7 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
             the stage-A keys of each row whose extent ``L`` exceeds ``sg_min`` at ``ws[row * wrow + g]`` for every
             super group ``g`` holding a block below ``L`` (:func:`_stage_a_keys`); no other slot is written.
         row_counters: bounded, ``fill_dead=False``, ``schedule="rows"``, no ``stage_a`` (dev, the unfused select's
-            per-row handoff): a contiguous int32 tensor of at least ``2 * rows`` slots, the first ``rows`` zero.  The
+            per-row handoff): a contiguous int32 tensor of at least ``2 * rows`` slots, all zero.  The
             grid becomes ``(programs per row, rows)``, so that rows finish roughly in order, and each row's programs,
             once its scores (and its flags' zeros) are stored, count themselves on ``row_counters[row]``.  The last
             one resets that counter and sets ``row_counters[rows + row]`` to 1 (release).  The reader of the row

@@ -524,20 +524,6 @@ def _filter_finish(kk, valid, T, cnt, cbase, ws_ptr, CAP: tl.constexpr):
 
 
 @triton.jit
-def _row_wait(done_ptr):
-    """Wait for a row's done flag (set with release by the scores launch's :func:`dsa_lab.scores_triton._row_done`),
-    then lower it for the next call / graph replay.  One lane spins with acquire loads (an atomic add of 0); the
-    barrier after it carries the acquire to every lane (the pattern of CUTLASS's ``Semaphore::wait``).  Only safe
-    when every program of the scores launch has started (the early-signal dependent launch) or finished (a plain
-    launch after it): a spinning program must never hold the slot a scores program of its row needs."""
-    d = tl.atomic_add(done_ptr, 0, sem="acquire")
-    while d == 0:
-        d = tl.atomic_add(done_ptr, 0, sem="acquire")
-    tl.store(done_ptr, 0)
-    tl.debug_barrier()
-
-
-@triton.jit
 def _filter_tile(src_ptr, row_off, ids, L, start, end, width, W: tl.constexpr, FUSED: tl.constexpr,
                  BS: tl.constexpr, BSP: tl.constexpr):
     """``(keys, valid)`` of the ``[len(ids), W]`` tile whose row ``i`` holds columns ``ids[i] * W`` on (``ids < 0``:
@@ -580,9 +566,10 @@ def _filter_noa(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, start, 
     :func:`filter_threshold_noa`; ``scripts/filter_threshold_model.py`` models M (k = 64: median ~130 at FQ = 4,
     ~280 at FQ = 1; 64 for equal values and ramps)."""
     GQ: tl.constexpr = KP // FQ
-    # tile rows per pass chunk: 2048 keys (fused: logits; plan_hier keeps KP * BSP <= 2048 there).  The launcher
-    # passes BSP = the padded block size to unfused calls too (candidate blocks), where a key is one score: taking
-    # it here made the unfused chunks 8x smaller and cost 58.5 µs where 18.5 was due (H200, tune_dev_AO)
+    # tile rows per pass chunk: 2048 keys (fused: logits; plan_hier keeps KP * BSP <= 2048 there).  BSP means
+    # something only when FUSED, as in every helper here: unfused calls get the block size too (the launchers, and
+    # the tail kernel whose scores part needs it).  Taking it unfused made the candidate-block chunks 8x smaller
+    # and cost 58.5 µs where 18.5 was due (H200, tune_dev_AO)
     CH: tl.constexpr = 2048 // (KP * BSP) if FUSED else 2048 // KP
     jr = tl.arange(0, CH)
     nr = (L + KP - 1) // KP
@@ -827,6 +814,20 @@ def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, s
                            start, width, n, BS)
 
 
+@triton.jit
+def _row_wait(done_ptr):
+    """Wait for a row's done flag (set with release by the scores launch's :func:`dsa_lab.scores_triton._row_done`),
+    then lower it for the next call / graph replay.  One lane spins with acquire loads (an atomic add of 0); the
+    barrier after it carries the acquire to every lane (the pattern of CUTLASS's ``Semaphore::wait``).  Only safe
+    when every program of the scores launch has started (the early-signal dependent launch) or finished (a plain
+    launch after it): a spinning program must never hold the slot a scores program of its row needs."""
+    d = tl.atomic_add(done_ptr, 0, sem="acquire")
+    while d == 0:
+        d = tl.atomic_add(done_ptr, 0, sem="acquire")
+    tl.store(done_ptr, 0)
+    tl.debug_barrier()
+
+
 # shape ints are not specialised (divisibility/==1 hints buy nothing here and would compile one
 # variant per k, width and split of a sweep or fuzz)
 @triton.jit(do_not_specialize=["n", "width", "k", "P"])
@@ -865,14 +866,14 @@ def _hier_kernel(
     never written by that launch) are read before ``griddepcontrol.wait``, everything the scores launch writes (the
     scores, stage A's keys, the zeroed flags) only after it.  ``RWAIT`` (``rowsync``, dev; one program per row, one
     launch): instead of that wait, the program waits for its own row's done flag from the scores launch
-    (``cnt_ptr[2 * rows + row]``, :func:`_row_wait`), so rows whose scores are stored need not wait for the rest.
+    (``cnt_ptr[rows + row]``, :func:`_row_wait`), so rows whose scores are stored need not wait for the rest.
     """
     S: tl.constexpr = G1 * G2
     row = tl.program_id(0)
     p = tl.program_id(1)
     L, start, end = _row_extent(row, len_ptr, start_ptr, n, width, LEN_MODE, HAS_START, RR, BS)
     if RWAIT:
-        _row_wait(cnt_ptr + 2 * tl.num_programs(0) + row)
+        _row_wait(cnt_ptr + tl.num_programs(0) + row)
     elif GDC:
         _tl_cuda.gdc_wait()
     row_off = row.to(tl.int64) * src_stride
@@ -1600,8 +1601,8 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
     rest (``PHASE = 2``).  ``pdl`` (hier plans in one launch after the scores launch, on a device whose facts say
     ``pdl``): that launch is a programmatic dependent of the scores launch (``GDC``, ``launch_pdl``), so its launch and
     its reads of the row bounds overlap the end of the scores launch.  ``row_sync`` (``rowsync``: hier, one program
-    per row, one launch): the counters the scores launch was given as ``row_counters`` (at offset ``rows``); the kernel
-    waits for its row's done flag instead of the whole scores launch (``RWAIT``)."""
+    per row, one launch): the counters the scores launch was given as ``row_counters``; the kernel waits for its row's
+    done flag instead of the whole scores launch (``RWAIT``; one program per row, so no merge counter shares them)."""
     facts = _impl.facts_for(src)
     cfg = planned
     if cfg is None:
@@ -1822,12 +1823,12 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
     rsync = (UNFUSED_ROWSYNC if rsync is None else bool(rsync)) and hier and p["P"] == 1 and not p["two_phase"] \
         and not sa and (ssched or SCORES_SCHEDULE) == "rows"
     rc = None
-    if rsync:  # [0, rows): the select's own counters (unused at one program per row); then the scores launch's
-        rc = _counters(logits.device, 3 * rows)
+    if rsync:  # [0, rows) the rows' arrivals, [rows, 2 rows) their done flags; all back at 0 after the call
+        rc = _counters(logits.device, 2 * rows)
     sc = block_scores_triton(logits, row_ends, row_starts, bs, row_repeat, fill_dead=False,
                              whole_tiles=whole, programs=sprog, tile=stile, num_warps=swarps, mult=smult,
                              zero_flags=flags if fz else None, stage_a=stage_a, schedule=ssched,
-                             launch_dependents=early, row_counters=None if rc is None else rc[rows:])  # < extent only
+                             launch_dependents=early, row_counters=rc)  # read < extent only
     if fz:
         p["flags_zeroed"] = True
     ids = _launch(sc, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
