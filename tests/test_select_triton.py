@@ -890,22 +890,20 @@ def test_scores_a_needs_the_one_launch_hier_select(cfg):
 
 
 @pytest.fixture
-def stage_a_calls(monkeypatch):
-    """A list that gets, for every scores launch of the unfused composition, whether it stored stage A's keys."""
+def scores_launches(monkeypatch):
+    """A list that gets the keyword arguments of every scores launch of the unfused composition, in order."""
     from dsa_lab import scores_triton
 
     calls = []
     real = scores_triton.block_scores_triton
-    monkeypatch.setattr(scores_triton, "block_scores_triton",
-                        lambda *a, **kw: calls.append(kw.get("stage_a") is not None) or real(*a, **kw))
+    monkeypatch.setattr(scores_triton, "block_scores_triton", lambda *a, **kw: calls.append(kw) or real(*a, **kw))
     return calls
 
 
-def test_scores_a_default_rule(monkeypatch, stage_a_calls):
+def test_scores_a_default_rule(monkeypatch, scores_launches):
     """With :data:`UNFUSED_STAGE_A_IN_SCORES` on, the unfused hier select takes the scores launch's stage-A keys
     where its super groups divide the scores tile, and the default composition (stage A in the select) otherwise;
     both give the reference ids."""
-    calls = stage_a_calls
     monkeypatch.setattr(st, "UNFUSED_STAGE_A_IN_SCORES", True)
     gen = torch.Generator().manual_seed(3)
     x = torch.randn(4, 2000, generator=gen)
@@ -916,7 +914,7 @@ def test_scores_a_default_rule(monkeypatch, stage_a_calls):
         out = poisoned(4, k, "cpu")
         st.select_candidate_blocks_triton(x, ends, k, None, 8, 1, out, fused=False, config=cfg)
         assert_same_sets(out, ref, f"{cfg}")
-        assert calls[-1] is want, cfg
+        assert (scores_launches[-1].get("stage_a") is not None) is want, cfg
 
 
 def test_pdl_rule_by_rows():
@@ -929,17 +927,12 @@ def test_pdl_rule_by_rows():
 
 
 @pytest.mark.parametrize("setting", [None, True])
-def test_pdl_needs_the_device(monkeypatch, setting, fresh_seed):
+def test_pdl_needs_the_device(monkeypatch, setting, scores_launches, fresh_seed):
     """With :data:`UNFUSED_PDL` on or by its rule, a device whose facts say no ``pdl`` (the interpreter; ROCm) runs the
     plain launches: the scores launch gets no ``launch_dependents`` and the rule's smaller grid is not taken; the ids
     and flags equal the reference."""
-    from dsa_lab import scores_triton
     from dsa_lab.flags import candidate_flags_torch
 
-    seen = []
-    real = scores_triton.block_scores_triton
-    monkeypatch.setattr(scores_triton, "block_scores_triton",
-                        lambda *a, **kw: seen.append((kw.get("launch_dependents"), kw.get("mult"))) or real(*a, **kw))
     monkeypatch.setattr(st, "UNFUSED_PDL", setting)
     gen = torch.Generator().manual_seed(fresh_seed)
     rows, width, k = 3, 2000, 5
@@ -950,6 +943,7 @@ def test_pdl_needs_the_device(monkeypatch, setting, fresh_seed):
                                                 with_flags=True)
     assert_same_sets(ids, ref, f"UNFUSED_PDL={setting} seed={fresh_seed}")
     assert torch.equal(fl, candidate_flags_torch(ref, width, None, 8, 1))
+    seen = [(kw.get("launch_dependents"), kw.get("mult")) for kw in scores_launches]
     assert seen == [(False, None)], seen
 
 
@@ -977,13 +971,12 @@ def test_scores_a_keys_for_every_main_chain_row(monkeypatch, fresh_seed):
     assert_same_sets(out, ref, f"seed={fresh_seed}")
 
 
-def test_scores_a_rule(monkeypatch, stage_a_calls):
+def test_scores_a_rule(monkeypatch, scores_launches):
     """``UNFUSED_STAGE_A_IN_SCORES = None`` takes the measured rule (rows * 4 <= SMs); ``False`` never, ``True``
     wherever it applies; an explicit ``scores_a`` in the config wins over all three."""
     from dsa_lab import _impl
 
     assert st._scores_a_rule(33, 132) and not st._scores_a_rule(34, 132) and st._scores_a_rule(1, 4)
-    calls = stage_a_calls
     monkeypatch.setattr(_impl, "facts_for", lambda t: {"sm_count": 8, "name": "triton-interpreter"})
     x = torch.randn(4, 2000)
     ends = torch.tensor([2000, 900, 1, 1500])
@@ -993,23 +986,11 @@ def test_scores_a_rule(monkeypatch, stage_a_calls):
                                      (True, 2, {"scores_a": False}, False)):
         monkeypatch.setattr(st, "UNFUSED_STAGE_A_IN_SCORES", const)
         st.select_candidate_blocks_triton(x[:rows], ends[:rows], 3, None, 8, 1, fused=False, config={**cfg, **extra})
-        assert calls[-1] is want, (const, rows, extra)
-
-
-@pytest.fixture
-def row_counter_calls(monkeypatch):
-    """A list that gets, for every scores launch of the unfused composition, the ``row_counters`` it was given."""
-    from dsa_lab import scores_triton
-
-    calls = []
-    real = scores_triton.block_scores_triton
-    monkeypatch.setattr(scores_triton, "block_scores_triton",
-                        lambda *a, **kw: calls.append(kw.get("row_counters")) or real(*a, **kw))
-    return calls
+        assert (scores_launches[-1].get("stage_a") is not None) is want, (const, rows, extra)
 
 
 @pytest.mark.parametrize("sprog,with_flags", [(1, True), (3, True), (2, False)])
-def test_rowsync_matches_reference_and_lowers_every_flag(sprog, with_flags, row_counter_calls, fresh_seed):
+def test_rowsync_matches_reference_and_lowers_every_flag(sprog, with_flags, scores_launches, fresh_seed):
     """``rowsync`` (the select waits per row for the scores launch, dev): one program per row, the scores launch at
     1-3 programs per row on its ``(Q, rows)`` grid.  Ids (and every flags byte) equal the reference; afterwards every
     arrival counter and done flag is back at 0, so a second call (new ends) runs as the first.  Rows of every extent
@@ -1028,7 +1009,7 @@ def test_rowsync_matches_reference_and_lowers_every_flag(sprog, with_flags, row_
         assert_same_sets(ids, ref, f"ends={ends.tolist()} seed={fresh_seed}")
         if with_flags:
             assert torch.equal(got[1], candidate_flags_torch(ref, width, None, 8, 1))
-        rc = row_counter_calls[-1]
+        rc = scores_launches[-1].get("row_counters")
         assert rc is not None and rc.numel() >= 2 * rows, "rowsync did not reach the scores launch"
         assert int(rc[: 2 * rows].abs().sum()) == 0, rc[: 2 * rows]
 
@@ -1053,7 +1034,7 @@ def test_row_done_raises_each_rows_flag_once(fresh_seed):
         assert torch.equal(sc[r, :n], want[r, :n]), r
 
 
-def test_rowsync_only_where_one_program_per_row(row_counter_calls):
+def test_rowsync_only_where_one_program_per_row(scores_launches):
     """``rowsync`` applies to a hier plan of one program per row in one launch, without ``scores_a``; elsewhere the
     call runs as without it (no counters given to the scores launch) and is still exact."""
     x = torch.randn(3, 2000)
@@ -1065,7 +1046,7 @@ def test_rowsync_only_where_one_program_per_row(row_counter_calls):
         out = poisoned(3, 4, "cpu")
         st.select_candidate_blocks_triton(x, ends, 4, None, 8, 1, out, fused=False, config={**base, **extra})
         assert_same_sets(out, ref, f"{extra}")
-        assert (row_counter_calls[-1] is not None) is engaged, extra
+        assert (scores_launches[-1].get("row_counters") is not None) is engaged, extra
 
 
 @pytest.mark.parametrize("kw,match", [
