@@ -815,6 +815,56 @@ def _hier_finish(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, s
 
 
 @triton.jit
+def _stage_a_whole(src_ptr, row_off, rel, zero, s0, wend, NT: tl.constexpr, S: tl.constexpr):
+    """Scores of stage-A tile ``s0`` (``NT`` super groups of ``S``) if it ends at or before super group ``wend``
+    (wholly live), else nothing loaded: a mask uniform over the tile (``zero``, a splat, compared with a splat), so
+    the load stays unmasked per lane and vectorizes (16-byte loads)."""
+    return tl.load(src_ptr + (row_off + s0 * S) + rel, mask=zero == tl.where(s0 + NT <= wend, 0, 1))
+
+
+@triton.jit
+def _stage_a_keys_of(src_ptr, row_off, ws_ptr, wbase, x, s0, hi, wend, L, NT: tl.constexpr, S: tl.constexpr,
+                     AFIRST: tl.constexpr):
+    """Stage-A keys of tile ``s0`` from its scores ``x`` (as loaded by :func:`_stage_a_whole`), stored at
+    ``ws_ptr + wbase + sg`` for its super groups below ``hi``; a tile that is not whole is loaded here again with
+    the exact bounds mask (nothing at all past ``hi``)."""
+    sg = s0 + tl.arange(0, NT)
+    cols = sg[:, None] * S + tl.arange(0, S)[None, :]
+    valid = (sg[:, None] < hi) & (cols < L)
+    if s0 + NT > wend:
+        x = tl.load(src_ptr + row_off + cols, mask=valid, other=0.0)
+    if AFIRST:
+        best = _first_col_keys(x, sg, valid, S)
+    else:
+        best = _best_per_row(x, cols, valid)
+    tl.store(ws_ptr + wbase + sg, best, mask=sg < hi)
+
+
+@triton.jit
+def _stage_a_prefetch(src_ptr, row_off, ws_ptr, wbase, lo, hi, L, NT: tl.constexpr, S: tl.constexpr,
+                      AFIRST: tl.constexpr):
+    """Unfused stage A over super groups ``[lo, hi)`` of one row (``S`` scores each, ``NT`` per tile) with two tiles'
+    loads in flight: the same keys at ``ws_ptr + wbase + sg`` as the kernel's own stage-A loop (``AFIRST``:
+    :func:`_first_col_keys`, else :func:`_best_per_row`).
+
+    Why: one program per row at 640 rows keeps ~3 programs resident per SM (80 registers at 8 warps, sm_90), each
+    with one 8 KB tile in flight, and stage A alone streamed the scores at ~2.5 TB/s (tenth session).  The loop is
+    unrolled by two (tiles ``a``, ``b``): each is reloaded right after its keys are formed, so it is in flight while
+    the other's keys are formed.  A one-tile-ahead loop compiled (triton 3.6, sm_90) to a copy of the new tile's
+    registers at the loop's end, which waits for the load.  An odd tile count forms one empty tile (all masked)."""
+    rel = tl.arange(0, NT)[:, None] * S + tl.arange(0, S)[None, :]
+    zero = tl.zeros([NT, S], tl.int32)
+    wend = tl.minimum(hi, L // S)  # tiles ending at or before this super group are whole
+    a = _stage_a_whole(src_ptr, row_off, rel, zero, lo, wend, NT, S)
+    b = _stage_a_whole(src_ptr, row_off, rel, zero, lo + NT, wend, NT, S)
+    for s0 in range(lo, hi, 2 * NT):
+        _stage_a_keys_of(src_ptr, row_off, ws_ptr, wbase, a, s0, hi, wend, L, NT, S, AFIRST)
+        a = _stage_a_whole(src_ptr, row_off, rel, zero, s0 + 2 * NT, wend, NT, S)
+        _stage_a_keys_of(src_ptr, row_off, ws_ptr, wbase, b, s0 + NT, hi, wend, L, NT, S, AFIRST)
+        b = _stage_a_whole(src_ptr, row_off, rel, zero, s0 + 3 * NT, wend, NT, S)
+
+
+@triton.jit
 def _row_wait(done_ptr):
     """Wait for a row's done flag (set with release by the scores launch's :func:`dsa_lab.scores_triton._row_done`),
     then lower it for the next call / graph replay.  One lane spins with acquire loads (an atomic add of 0); the
@@ -843,6 +893,7 @@ def _hier_kernel(
     DIRECT1D: tl.constexpr, SC3: tl.constexpr, G1S: tl.constexpr, G2S: tl.constexpr, KC3: tl.constexpr,
     SKEYS: tl.constexpr, SDIR: tl.constexpr, AFIRST: tl.constexpr, L1P: tl.constexpr, GDC: tl.constexpr = False,
     FCAP: tl.constexpr = 0, FCAPM: tl.constexpr = 0, FQ: tl.constexpr = 1, RWAIT: tl.constexpr = False,
+    APF: tl.constexpr = False,
 ):
     """Exact top-k by nested group maxima.
 
@@ -867,6 +918,9 @@ def _hier_kernel(
     scores, stage A's keys, the zeroed flags) only after it.  ``RWAIT`` (``rowsync``, dev; one program per row, one
     launch): instead of that wait, the program waits for its own row's done flag from the scores launch
     (``cnt_ptr[rows + row]``, :func:`_row_wait`), so rows whose scores are stored need not wait for the rest.
+
+    ``APF`` (``a_prefetch``, dev; unfused plans): stage A keeps two tiles' loads in flight instead of one
+    (:func:`_stage_a_prefetch`).
     """
     S: tl.constexpr = G1 * G2
     row = tl.program_id(0)
@@ -962,50 +1016,53 @@ def _hier_kernel(
                 jt = tl.arange(0, NT)
                 js = tl.arange(0, S)
                 # A: stream the chunk once; one best key per super group
-                for s0 in range(lo, hi, NT):
-                    sg = s0 + jt
-                    cols = sg[:, None] * S + js[None, :]
-                    valid = (sg[:, None] < hi) & (cols < L)
-                    if FUSED and FASTA and BSP == BS:
-                        # whole tiles: one contiguous load, level-1 keys in the ordered-integer domain
-                        # (_l1_keys_whole); the row's last, partial tile keeps the exact bounds mask
-                        whole = (s0 + NT <= hi) & ((s0 + NT) * (S * BS) <= tl.minimum(end, width) - start)
-                        if whole:
-                            l1k = _l1_keys_whole(src_ptr, row_off + start + s0 * (S * BS), s0, start, end,
-                                                 NT, G1, G2, BS)
-                        else:
-                            sc = _scores2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
-                            l1k = _best_per_row(tl.reshape(sc, [NT * G2, G1]), tl.reshape(cols, [NT * G2, G1]),
-                                                tl.reshape(valid, [NT * G2, G1]))
-                    else:
-                        if FASTA:  # tiles wholly inside the live extent load without a bounds mask
-                            if FUSED:
-                                whole = (s0 + NT <= hi) & ((s0 + NT) * (S * BS) <= tl.minimum(end, width) - start)
-                                boff = row_off + start + s0 * (S * BS)
-                            else:
-                                whole = (s0 + NT <= hi) & ((s0 + NT) * S <= L)
-                                boff = row_off + s0 * S
+                if APF:  # (unfused plans only)
+                    _stage_a_prefetch(src_ptr, row_off, ws_ptr, wbase, lo, hi, L, NT, S, AFIRST)
+                else:
+                    for s0 in range(lo, hi, NT):
+                        sg = s0 + jt
+                        cols = sg[:, None] * S + js[None, :]
+                        valid = (sg[:, None] < hi) & (cols < L)
+                        if FUSED and FASTA and BSP == BS:
+                            # whole tiles: one contiguous load, level-1 keys in the ordered-integer domain
+                            # (_l1_keys_whole); the row's last, partial tile keeps the exact bounds mask
+                            whole = (s0 + NT <= hi) & ((s0 + NT) * (S * BS) <= tl.minimum(end, width) - start)
                             if whole:
-                                sc = _scores2d_whole(src_ptr, boff, jt[:, None] * S + js[None, :], cols, start, end,
-                                                     FUSED, BS, BSP)
+                                l1k = _l1_keys_whole(src_ptr, row_off + start + s0 * (S * BS), s0, start, end,
+                                                     NT, G1, G2, BS)
                             else:
                                 sc = _scores2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
+                                l1k = _best_per_row(tl.reshape(sc, [NT * G2, G1]), tl.reshape(cols, [NT * G2, G1]),
+                                                    tl.reshape(valid, [NT * G2, G1]))
                         else:
-                            sc = _scores2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
+                            if FASTA:  # tiles wholly inside the live extent load without a bounds mask
+                                if FUSED:
+                                    whole = (s0 + NT <= hi) & ((s0 + NT) * (S * BS) <= tl.minimum(end, width) - start)
+                                    boff = row_off + start + s0 * (S * BS)
+                                else:
+                                    whole = (s0 + NT <= hi) & ((s0 + NT) * S <= L)
+                                    boff = row_off + s0 * S
+                                if whole:
+                                    sc = _scores2d_whole(src_ptr, boff, jt[:, None] * S + js[None, :], cols, start, end,
+                                                         FUSED, BS, BSP)
+                                else:
+                                    sc = _scores2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
+                            else:
+                                sc = _scores2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
+                            if FUSED:
+                                # keep every level-1 group's best key too (8 bytes per G1 blocks, ~3% of the
+                                # logits read at bs 8), so stage C need not re-read logits
+                                l1k = _best_per_row(tl.reshape(sc, [NT * G2, G1]), tl.reshape(cols, [NT * G2, G1]),
+                                                    tl.reshape(valid, [NT * G2, G1]))
                         if FUSED:
-                            # keep every level-1 group's best key too (8 bytes per G1 blocks, ~3% of the
-                            # logits read at bs 8), so stage C need not re-read logits
-                            l1k = _best_per_row(tl.reshape(sc, [NT * G2, G1]), tl.reshape(cols, [NT * G2, G1]),
-                                                tl.reshape(valid, [NT * G2, G1]))
-                    if FUSED:
-                        jl = s0 * G2 + tl.arange(0, NT * G2)
-                        tl.store(ws_ptr + wbase + NSG + KP + KP * G2 + jl, l1k, mask=jl < hi * G2)
-                        best = tl.max(tl.reshape(l1k, [NT, G2]), axis=1)
-                    elif AFIRST:  # the super group's key carries its first column: one max, no argmin
-                        best = _first_col_keys(sc, sg, valid, S)
-                    else:
-                        best = _best_per_row(sc, cols, valid)
-                    tl.store(ws_ptr + wbase + sg, best, mask=sg < hi)
+                            jl = s0 * G2 + tl.arange(0, NT * G2)
+                            tl.store(ws_ptr + wbase + NSG + KP + KP * G2 + jl, l1k, mask=jl < hi * G2)
+                            best = tl.max(tl.reshape(l1k, [NT, G2]), axis=1)
+                        elif AFIRST:  # the super group's key carries its first column: one max, no argmin
+                            best = _first_col_keys(sc, sg, valid, S)
+                        else:
+                            best = _best_per_row(sc, cols, valid)
+                        tl.store(ws_ptr + wbase + sg, best, mask=sg < hi)
                 tl.debug_barrier()
                 if PHASE != 1:  # (PHASE 1: the second launch finishes the row)
                     if not MULTI:  # one program per row: no counter, no merge (compiled away)
@@ -1198,6 +1255,15 @@ HIER_SHORT_CHAIN3: bool = True
 HIER_FILTER_CAP: int = 0
 HIER_FILTER_CAP_MAIN: int = 0
 HIER_FILTER_Q: int = 4
+# Twentieth session, dev, off: the unfused stage A keeps two tiles' loads in flight (``a_prefetch``,
+# :func:`_stage_a_prefetch`: the loop unrolled by two, each tile reloaded as soon as its keys are formed).  Why: at
+# 640 rows one program per row at 8 warps (80 registers, sm_90, triton 3.6) stays 3 programs resident per SM, each
+# with one 8 KB tile in flight while it waits; Little's law with ~1 µs of loaded-memory latency then caps the stream
+# near what stage A alone measured (33 µs for 84 MB, ~2.5 TB/s; tenth session).  Larger tiles lost (tune_dev_T)
+# because they cost registers in every stage; this costs none (80 either way).  Predicted: stage A toward its 18 µs
+# floor, the 640 x 256K select 63 -> ~50-55 µs, 160-320 rows x 256K a few µs; rows without stage A (4K-64K) and rows
+# whose chunk is one tile (1-8 rows) unchanged.
+HIER_A_PREFETCH: bool = False
 # The unfused composition with flags: the scores launch (many programs per row) zeroes them, so the select kernel's
 # one program per row only sets its bytes instead of zeroing n + 1 bytes before its chain.  Measured with the scores
 # grid above (tune_dev_R.csv): 1 x 4K 6.8 -> 5.9 µs, 32 x 4K 7.2 -> 6.4, 640 x 4K 44.7 -> 19.2.
@@ -1311,7 +1377,7 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
               a_first_col: bool | None = None, phase_only: int | None = None, c_workspace: bool | None = None,
               l1_pairs: bool | None = None, l1_pairs_min: int | None = None,
               filter_cap: int | None = None, filter_cap_main: int | None = None, filter_q: int | None = None,
-              flags_zeroed: bool = False) -> dict:
+              a_prefetch: bool | None = None, flags_zeroed: bool = False) -> dict:
     """v2 ("hier") launch configuration, from shapes and device facts only.
 
     G1 = G2 = group size (8 for k <= 64: the three bitonic stages then see 512 keys each);
@@ -1345,7 +1411,8 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     (``FCAP``, ``FCAPM``: a power of two, raised to KP if below, or 0 = off; ``FQ`` in 1, 2, 4, lowered to KP).
     Where a plan cannot take them they are off (0 in the plan): both with ``rsel`` or ``KP`` x the padded block size
     above 2048, the main chain's unless stage C's whole tile fits (``KC == KP``) and super groups hold KP to 1024
-    columns.
+    columns.  ``a_prefetch`` (default :data:`HIER_A_PREFETCH`; unfused plans only, else off): stage A keeps two
+    tiles' loads in flight (``APF``).
     ``flags_zeroed``: an earlier launch zeroed the flags; the kernel only sets them.
     """
     KP = max(2, _np2(k))
@@ -1454,7 +1521,9 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
                 afirst=bool(a_first_col if a_first_col is not None else (
                     _a_first_col_rule(P, fused) if HIER_A_FIRST_COL is None else HIER_A_FIRST_COL)),
                 phase_only=None if phase_only is None else int(phase_only), l1p=l1p,
-                fcap=fcap, fcapm=fcapm, fq=fq, flags_zeroed=bool(flags_zeroed))
+                fcap=fcap, fcapm=fcapm, fq=fq,
+                apf=bool(HIER_A_PREFETCH if a_prefetch is None else a_prefetch) and not fused,
+                flags_zeroed=bool(flags_zeroed))
 
 
 # Rows whose KP = next_pow2(k) is at least this take the radix select (dsa_lab.select_radix_triton) instead of
@@ -1649,6 +1718,8 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
                       # flags zeroing (tl_zero_flags MODE): 2 none (an earlier launch zeroed them), 1 8-byte words
                       # (16-byte aligned tensor), 0 bytes
                       FZW=2 if cfg["flags_zeroed"] else int(cfg["flags_wide"] and kflags and flags.data_ptr() % 16 == 0))
+        if cfg.get("apf"):  # absent when off: the kernels as compiled before the option existed
+            common["APF"] = True
         if two:  # stage A alone (no counter, no flags), then one program per row for everything else
             if not stage_a_done:
                 _hier_kernel[(rows, P)](src, stride, lens, starts, out, ws, dummy, dummy, n, width, k, P,

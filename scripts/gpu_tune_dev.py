@@ -117,6 +117,11 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
 * ``AP`` (nineteenth session): the full stage with the select waiting per row for the scores launch (``rowsync``;
   the scores grid turned to rows-last so that rows finish in order), at its default grid and at 16 / 8 x SM programs,
   160-640 rows x 4K-256K (where the select runs one program per row), against the default.
+* ``AQ`` (twentieth session): the unfused stage A with two tiles' loads in flight (``a_prefetch``), select stage
+  k = 64 at 1-640 rows x 256K (and 640 x 64K, a control without stage A; equal and 1% NaN values at 640 x 256K);
+  at 320 / 640 rows also stage A alone (``t_*``: ``two_phase``, ``phase_only``) and 4 KB tiles, at 1-160 rows
+  unmasked tiles without the prefetch (``fast_a``, off by default up to 2 x SM rows); the full stage with flags at
+  32-640 rows x 256K and 640 x 64K.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -589,6 +594,24 @@ def points(section):
         for ctx in (262144, 65536, 16384, 4096):
             for conc, nn in ((128, 5), (64, 5), (32, 5)):
                 pts.append(("full", ctx, conc, nn, 64, "normal", var))
+    elif section == "AQ":  # twentieth session: stage A's tiles loaded two at a time (a_prefetch)
+        ap = {"a_prefetch": True}
+        ta = {"two_phase": True, "phase_only": 1}
+        base = {"hier": None, "hier_apf": ap}
+        for conc, nn in ((128, 5), (64, 5), (32, 5), (32, 1), (1, 1)):
+            var = dict(base)
+            if conc >= 64:  # stage A alone (timing only), and 16 super groups (4 KB) per tile with the prefetch
+                var.update({"t_a": ta, "t_a_apf": {**ta, **ap}, "hier_apf_nt16": {**ap, "nt": 16}})
+            else:  # fast_a is off by default up to 2 x SM rows: unmasked tiles alone, without the prefetch
+                var["hier_fa"] = {"fast_a": True}
+            pts.append(("select", 262144, conc, nn, 64, "normal", var))
+        for dist in ("equal", "nan1pct"):
+            pts.append(("select", 262144, 128, 5, 64, dist, dict(base)))
+        pts.append(("select", 65536, 128, 5, 64, "normal", dict(base)))
+        fv = {"fold_unfused": None, "fold_unfused_apf": ap}
+        for conc, nn in ((128, 5), (64, 5), (32, 5), (32, 1)):
+            pts.append(("full", 262144, conc, nn, 64, "normal", fv))
+        pts.append(("full", 65536, 128, 5, 64, "normal", fv))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts

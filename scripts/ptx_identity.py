@@ -31,7 +31,7 @@ CASES = {  # name: (fused, rows, LEN_MODE, FLAGS, FZW)
 }
 # plan keys -> kernel constexprs of options added after the recorded kernels (absent in older trees)
 NEW_OPTIONS = {"skeys": "SKEYS", "sdir": "SDIR", "afirst": "AFIRST", "l1p": "L1P", "fcap": "FCAP", "fcapm": "FCAPM",
-               "fq": "FQ"}
+               "fq": "FQ", "apf": "APF"}
 TYPES = dict(src_ptr="*fp32", src_stride="i64", len_ptr="*i32", start_ptr="*i32", out_ptr="*i32", ws_ptr="*i64",
              cnt_ptr="*i32", flags_ptr="*u8", n="i32", width="i32", k="i32", P="i32")
 

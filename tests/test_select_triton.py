@@ -81,6 +81,16 @@ PATHS = [
     ("filter_short_chain2_q2", {"direct": 8, "group": 2, "programs": 5, "short_chain2": True, "filter_cap": 16,
                                 "filter_q": 2}),
     ("filter_main_multi", {"direct": 8, "group": 4, "programs": 5, "short_chain": False, "filter_cap_main": 32}),
+    # twentieth session (dev, off): the unfused stage A with two tiles in flight -- one program (first-column
+    # keys), five programs (argmin keys; chunks end mid-row), two-super-group tiles cut by the chunk's end, and the
+    # first of two launches
+    ("a_prefetch_1prog", {"direct": 8, "group": 2, "short_chain": False, "a_prefetch": True, "nt": 1,
+                          "a_first_col": True}),
+    ("a_prefetch_multi", {"direct": 8, "group": 2, "programs": 5, "short_chain": False, "a_prefetch": True, "nt": 1}),
+    ("a_prefetch_nt2", {"direct": 8, "group": 2, "programs": 3, "short_chain": False, "a_prefetch": True, "nt": 2,
+                        "a_first_col": True}),
+    ("a_prefetch_two_phase", {"direct": 8, "group": 2, "programs": 5, "short_chain": False, "two_phase": True,
+                              "a_prefetch": True, "nt": 1}),
     ("fold_1prog", {"algo": "fold", "tile": 64}),
     ("fold_multi", {"algo": "fold", "tile": 32, "programs": 6}),
     ("fold_fallback", {"algo": "fold", "tile": 32, "programs": 6, "cap": 8}),
@@ -233,6 +243,15 @@ def test_a_first_col_rule(monkeypatch):
     assert st.plan(640, 32768, 64, facts, fused=True, block_size=8)["afirst"] is False
     assert st.plan(32, 32768, 64, facts, a_first_col=True)["afirst"] is True
     assert st.plan(640, 32768, 64, facts, a_first_col=False)["afirst"] is False
+
+
+def test_a_prefetch_plan():
+    """a_prefetch (dev): off by default (HIER_A_PREFETCH), on where asked for unfused plans, never fused (the fused
+    stage A keeps its own whole-tile load)."""
+    facts = {"sm_count": 132, "warp_size": 32, "name": "x"}
+    assert st.plan(640, 32768, 64, facts)["apf"] is st.HIER_A_PREFETCH is False
+    assert st.plan(640, 32768, 64, facts, a_prefetch=True)["apf"] is True
+    assert st.plan(640, 32768, 64, facts, fused=True, block_size=8, a_prefetch=True)["apf"] is False
 
 
 @pytest.mark.parametrize("bad", [{"phase_only": 1}, {"phase_only": 2, "two_phase": True}])
@@ -486,6 +505,9 @@ BLOCK_PATHS = [
     ("strided_keys_chains", {"direct": 4, "group": 4, "programs": 3, "strided_keys": True}),
     ("c_workspace_off_chains", {"direct": 4, "group": 4, "programs": 3, "c_workspace": False}),
     ("strided_keys_chain_a", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "strided_keys": True}),
+    # twentieth session (dev, off; unfused only, the fused kernel's plan turns it off): stage A, two tiles in flight
+    ("a_prefetch_chain_a", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "a_prefetch": True,
+                            "nt": 1}),
     ("multi_flags_wide", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "flags_wide": True,
                           "scores_programs": 2}),
     # unfused: the scores launch zeroes the flags (its programs one slice of each row each), the kernel sets them
