@@ -320,7 +320,8 @@ def programs_per_row(rows: int, nblocks: int, bj: int, sm_count: int, mult: int 
 
 def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_repeat=1, padded=False,
                         fill_dead=True, whole_tiles=None, programs=None, zero_flags=None, tile=None, num_warps=None,
-                        mult=None, stage_a=None, schedule=None, launch_dependents=False, row_counters=None):
+                        mult=None, stage_a=None, schedule=None, launch_dependents=False, row_counters=None,
+                        maxnreg=None):
     """Block scores of ``logits`` (arguments validated by :func:`dsa_lab.block_scores`).
 
     Args:
@@ -360,6 +361,9 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
             once its scores (and its flags' zeros) are stored, count themselves on ``row_counters[row]``.  The last
             one resets that counter and sets ``row_counters[rows + row]`` to 1 (release).  The reader of the row
             must wait for that flag and lower it (:func:`_row_done`).
+        maxnreg: bounded only: an upper bound on the registers per thread of the launch's kernel (Triton's
+            ``maxnreg``, CUDA; dev A/B: more programs resident per SM, maybe at the cost of spills); None = the
+            compiler's choice.  The same values either way.
 
     Returns:
         float32 ``[rows, cdiv(width, block_size)]``, new; every slot written.
@@ -438,6 +442,10 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
         if rows > 65535:
             raise ValueError(f"row_counters: the grid's second axis holds the rows, at most 65535, got {rows}")
     ld = {"LD": True} if launch_dependents else {}  # absent: the kernels as compiled before the option existed
+    if maxnreg is not None:
+        if padded or isinstance(maxnreg, bool) or not isinstance(maxnreg, int) or not 16 <= maxnreg <= 255:
+            raise ValueError(f"maxnreg must be an int in [16, 255] for the bounded kernel (padded=False), got {maxnreg!r}")
+        ld["maxnreg"] = maxnreg  # a launch option (the interpreter ignores it)
     starts = row_starts if row_starts is not None else row_ends
     flags = zero_flags if zero_flags is not None else out
     if live:

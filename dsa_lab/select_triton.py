@@ -1377,7 +1377,7 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
               a_first_col: bool | None = None, phase_only: int | None = None, c_workspace: bool | None = None,
               l1_pairs: bool | None = None, l1_pairs_min: int | None = None,
               filter_cap: int | None = None, filter_cap_main: int | None = None, filter_q: int | None = None,
-              a_prefetch: bool | None = None, flags_zeroed: bool = False) -> dict:
+              a_prefetch: bool | None = None, maxnreg: int | None = None, flags_zeroed: bool = False) -> dict:
     """v2 ("hier") launch configuration, from shapes and device facts only.
 
     G1 = G2 = group size (8 for k <= 64: the three bitonic stages then see 512 keys each);
@@ -1412,7 +1412,8 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
     Where a plan cannot take them they are off (0 in the plan): both with ``rsel`` or ``KP`` x the padded block size
     above 2048, the main chain's unless stage C's whole tile fits (``KC == KP``) and super groups hold KP to 1024
     columns.  ``a_prefetch`` (default :data:`HIER_A_PREFETCH`; unfused plans only, else off): stage A keeps two
-    tiles' loads in flight (``APF``).
+    tiles' loads in flight (``APF``).  ``maxnreg`` (dev, None = the compiler's choice): an upper bound on the
+    kernel's registers per thread (Triton's ``maxnreg`` launch option, CUDA).
     ``flags_zeroed``: an earlier launch zeroed the flags; the kernel only sets them.
     """
     KP = max(2, _np2(k))
@@ -1523,7 +1524,7 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
                 phase_only=None if phase_only is None else int(phase_only), l1p=l1p,
                 fcap=fcap, fcapm=fcapm, fq=fq,
                 apf=bool(HIER_A_PREFETCH if a_prefetch is None else a_prefetch) and not fused,
-                flags_zeroed=bool(flags_zeroed))
+                maxnreg=_maxnreg(maxnreg), flags_zeroed=bool(flags_zeroed))
 
 
 # Rows whose KP = next_pow2(k) is at least this take the radix select (dsa_lab.select_radix_triton) instead of
@@ -1634,6 +1635,13 @@ def plan(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, block_s
     raise ValueError(f"algo must be 'hier', 'fold' or 'radix', got {algo!r}")
 
 
+def _maxnreg(v):
+    """A ``maxnreg`` plan value: None, or an int in [16, 255] (else a ValueError naming it)."""
+    if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 16 <= v <= 255):
+        raise ValueError(f"maxnreg must be None or an int in [16, 255], got {v!r}")
+    return v
+
+
 def _hier_wrow(cfg: dict, fused: bool) -> int:
     """int64 workspace slots per row of a hier plan: super-group keys (``NSG``), chosen ids (``KP``), level-1 keys
     (``KP * G2 * SC2``), fused, every level-1 group's key (``NSG * G2``), and the threshold filter's candidate slots
@@ -1720,6 +1728,8 @@ def _launch(src, len_t, start_t, out, rows, n, width, k, rr, len_mode, fused, bs
                       FZW=2 if cfg["flags_zeroed"] else int(cfg["flags_wide"] and kflags and flags.data_ptr() % 16 == 0))
         if cfg.get("apf"):  # absent when off: the kernels as compiled before the option existed
             common["APF"] = True
+        if cfg.get("maxnreg") is not None:  # a launch option (the interpreter ignores it)
+            common["maxnreg"] = cfg["maxnreg"]
         if two:  # stage A alone (no counter, no flags), then one program per row for everything else
             if not stage_a_done:
                 _hier_kernel[(rows, P)](src, stride, lens, starts, out, ws, dummy, dummy, n, width, k, P,
@@ -1848,6 +1858,7 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
     pdl_early = cfg.pop("pdl_early", None)  # ... and the scores programs let it launch as they start (dev A/B)
     tail = cfg.pop("tail", None)  # unfused: one launch, each row's last scores program selects it (dev A/B)
     rsync = cfg.pop("rowsync", None)  # unfused: the select waits per row for the scores launch (dev A/B)
+    sregs = cfg.pop("scores_maxnreg", None)  # unfused: the scores kernel's register bound (dev A/B)
     if fused:
         ids = _launch(logits, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,
                       2, True, bs, cfg, flags)
@@ -1899,7 +1910,7 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
     sc = block_scores_triton(logits, row_ends, row_starts, bs, row_repeat, fill_dead=False,
                              whole_tiles=whole, programs=sprog, tile=stile, num_warps=swarps, mult=smult,
                              zero_flags=flags if fz else None, stage_a=stage_a, schedule=ssched,
-                             launch_dependents=early, row_counters=rc)  # read < extent only
+                             launch_dependents=early, row_counters=rc, maxnreg=sregs)  # read < extent only
     if fz:
         p["flags_zeroed"] = True
     ids = _launch(sc, row_ends, row_starts, out, rows, nblocks, width, topk_blocks, row_repeat,

@@ -122,6 +122,11 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
   at 320 / 640 rows also stage A alone (``t_*``: ``two_phase``, ``phase_only``) and 4 KB tiles, at 1-160 rows
   unmasked tiles without the prefetch (``fast_a``, off by default up to 2 x SM rows); the full stage with flags at
   32-640 rows x 256K and 640 x 64K.
+* ``AR`` (twentieth session): register bounds (Triton's ``maxnreg``) on the launches whose extra registers cost
+  residency -- the scores launch storing stage A's keys (``scores_a``: 95 registers against 72 at 4 warps, sm_90;
+  AE / AG measured it slower at 160-640 rows, also where its rows skip the keys) with ``scores_maxnreg`` 72 / 64 and
+  at 8 warps, the default scores launch at 64, and ``a_prefetch`` with the select kernel at 80 (96 without in the
+  full stage's kernel); full stage with flags, k = 64, 32-640 rows x 256K and 640 rows x 4K-64K.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -612,6 +617,16 @@ def points(section):
         for conc, nn in ((128, 5), (64, 5), (32, 5), (32, 1)):
             pts.append(("full", 262144, conc, nn, 64, "normal", fv))
         pts.append(("full", 65536, 128, 5, 64, "normal", fv))
+    elif section == "AR":  # twentieth session: register bounds (maxnreg) where registers cost residency
+        sa = {"scores_a": True}
+        var = {"fold_unfused": None, "fold_unfused_sa": sa, "fold_unfused_sa_r72": {**sa, "scores_maxnreg": 72},
+               "fold_unfused_sa_r64": {**sa, "scores_maxnreg": 64},
+               "fold_unfused_sa_w8_r64": {**sa, "scores_warps": 8, "scores_maxnreg": 64},
+               "fold_unfused_r64": {"scores_maxnreg": 64},
+               "fold_unfused_apf_r80": {"a_prefetch": True, "maxnreg": 80}}
+        for ctx, conc, nn in ((262144, 128, 5), (262144, 64, 5), (262144, 32, 5), (262144, 32, 1),
+                              (65536, 128, 5), (65536, 32, 5), (16384, 128, 5), (4096, 128, 5)):
+            pts.append(("full", ctx, conc, nn, 64, "normal", var))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts

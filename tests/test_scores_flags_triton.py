@@ -236,6 +236,13 @@ def test_block_scores_tile_and_warps_same_bits(tile, q, nw, fresh_seed):
         block_scores_triton(x, e, None, bs, 1, padded=True, tile=tile)
     # the programs rule's multiple (``mult``, the dev key scores_mult): one program per row here, same bits
     assert same_bits(block_scores_triton(x, e, None, bs, 1, tile=tile, num_warps=nw, mult=1), want), f"seed={fresh_seed}"
+    # a register bound (``maxnreg``, a CUDA launch option the interpreter ignores): same bits; a bad one is refused
+    assert same_bits(block_scores_triton(x, e, None, bs, 1, tile=tile, maxnreg=64), want), f"seed={fresh_seed}"
+    for bad in (8, 256, True, 64.0):
+        with pytest.raises(ValueError, match="maxnreg"):
+            block_scores_triton(x, e, None, bs, 1, maxnreg=bad)
+    with pytest.raises(ValueError, match="maxnreg"):
+        block_scores_triton(x, e, None, bs, 1, padded=True, maxnreg=64)
 
 
 

@@ -254,6 +254,17 @@ def test_a_prefetch_plan():
     assert st.plan(640, 32768, 64, facts, fused=True, block_size=8, a_prefetch=True)["apf"] is False
 
 
+def test_maxnreg_plan():
+    """maxnreg (dev): a register bound for the hier kernel's launch, None by default; anything but an int in
+    [16, 255] is a ValueError naming it."""
+    facts = {"sm_count": 132, "warp_size": 32, "name": "x"}
+    assert st.plan(640, 32768, 64, facts)["maxnreg"] is None
+    assert st.plan(640, 32768, 64, facts, maxnreg=80)["maxnreg"] == 80
+    for bad in (8, 300, True, "80"):
+        with pytest.raises(ValueError, match="maxnreg"):
+            st.plan(640, 32768, 64, facts, maxnreg=bad)
+
+
 @pytest.mark.parametrize("bad", [{"phase_only": 1}, {"phase_only": 2, "two_phase": True}])
 def test_phase_only_needs_two_phase_stage_a(bad):
     """phase_only (dev timing of stage A alone) exists only as 1 with two_phase: a second launch alone would read a
@@ -508,6 +519,9 @@ BLOCK_PATHS = [
     # twentieth session (dev, off; unfused only, the fused kernel's plan turns it off): stage A, two tiles in flight
     ("a_prefetch_chain_a", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "a_prefetch": True,
                             "nt": 1}),
+    # ... register bounds for both launches (CUDA launch options; the interpreter runs the same code)
+    ("maxnreg", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "maxnreg": 80, "scores_maxnreg": 64,
+                 "scores_a": True}),
     ("multi_flags_wide", {"direct": 4, "group": 2, "programs": 3, "short_chain": False, "flags_wide": True,
                           "scores_programs": 2}),
     # unfused: the scores launch zeroes the flags (its programs one slice of each row each), the kernel sets them
