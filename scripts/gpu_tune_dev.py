@@ -127,6 +127,9 @@ Sections (inputs are the sweep's: :func:`dsa_lab.sweep.select_stage_inputs` / ``
   AE / AG measured it slower at 160-640 rows, also where its rows skip the keys) with ``scores_maxnreg`` 72 / 64 and
   at 8 warps, the default scores launch at 64, and ``a_prefetch`` with the select kernel at 80 (96 without in the
   full stage's kernel); full stage with flags, k = 64, 32-640 rows x 256K and 640 rows x 4K-64K.
+* ``AS`` (twentieth session): the 256K full stage at 160-640 rows taken apart in one process -- the default
+  composition, its scores launch alone (``t_scores``: flags zeroed, dead slots unwritten) and the select over those
+  scores alone (``t_select``, with ``a_prefetch``: ``t_select_apf``), timing only.
 * ``C`` k = 64, many rows: hier's programs per row (1 / 2 / 4) x num_warps (4 / 8), select stage and the
   fused full stage (logits -> candidate blocks), beside the unfused composition.
 
@@ -627,6 +630,11 @@ def points(section):
         for ctx, conc, nn in ((262144, 128, 5), (262144, 64, 5), (262144, 32, 5), (262144, 32, 1),
                               (65536, 128, 5), (65536, 32, 5), (16384, 128, 5), (4096, 128, 5)):
             pts.append(("full", ctx, conc, nn, 64, "normal", var))
+    elif section == "AS":  # twentieth session: the 256K full stage taken apart (timing-only parts)
+        var = {"fold_unfused": None, "t_scores": None, "t_select": None, "t_select_apf": {"a_prefetch": True},
+               "fold_unfused_apf_r80": {"a_prefetch": True, "maxnreg": 80}}
+        for conc, nn in ((128, 5), (64, 5), (32, 5)):
+            pts.append(("full", 262144, conc, nn, 64, "normal", var))
     else:
         raise SystemExit(f"unknown section {section}")
     return pts
@@ -658,6 +666,17 @@ def make_fn(stage, inp, k, name, cfg, out):
             return lambda: topk_select(sc, k, lengths=L, impl="triton", out=out)
         return lambda: topk_select_triton(sc, k, L, 1, out, config=cfg)
     x, E = inp["logits"], inp["ends"]
+    if name.startswith("t_scores"):  # timing only: the unfused composition's scores launch alone (flags zeroed)
+        from dsa_lab.scores_triton import block_scores_triton
+
+        fl = torch.empty((x.shape[0], -(-x.shape[1] // BLOCK_SIZE) + 1), dtype=torch.uint8, device=x.device)
+        return lambda: block_scores_triton(x, E, None, BLOCK_SIZE, 1, fill_dead=False, zero_flags=fl)
+    if name.startswith("t_select"):  # timing only: the select over these rows' stored scores alone (no flags)
+        from dsa_lab.scores_triton import block_scores_triton
+
+        sc = block_scores_triton(x, E, None, BLOCK_SIZE, 1)
+        lb = ((E.to(torch.int64) + BLOCK_SIZE - 1) // BLOCK_SIZE).to(torch.int32)
+        return lambda: topk_select_triton(sc, k, lb, 1, out, config=cfg)
     if name.startswith(("sep_", "fold_")):  # ids + flags (sections I-K); "_fused" anywhere in the name: fused
         fused = "_fused" in name
         if name.startswith("fold_"):
