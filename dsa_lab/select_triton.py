@@ -1262,7 +1262,13 @@ HIER_FILTER_Q: int = 4
 # near what stage A alone measured (33 µs for 84 MB, ~2.5 TB/s; tenth session).  Larger tiles lost (tune_dev_T)
 # because they cost registers in every stage; this costs none (80 either way).  Predicted: stage A toward its 18 µs
 # floor, the 640 x 256K select 63 -> ~50-55 µs, 160-320 rows x 256K a few µs; rows without stage A (4K-64K) and rows
-# whose chunk is one tile (1-8 rows) unchanged.
+# whose chunk is one tile (1-8 rows) unchanged.  Measured (H200, data/h200/tune_dev/tune_dev_AQ.csv, same process):
+# stage A alone 640 x 256K 33.1 -> 30.6 µs (it is bound by its per-tile reduction and the layout conversion before
+# the store, not by bytes in flight), the select 62.7 -> 59.1, 160 rows 25.5 -> 23.1, 1 row 10.6 -> 11.3; the full
+# stage lost at 320-640 rows (640 x 256K 256.8 -> 264.8, 640 x 64K 86.2 -> 92.4): its kernel took 96 registers
+# instead of 80.  With that kernel held to 80 (plan key ``maxnreg``, tune_dev_AR.csv) it is neutral or better at
+# every point measured (640 x 256K 253.4, 160 x 256K 78.5).  Small, no target flips: off, a candidate for the next
+# whole record (one program per row only).
 HIER_A_PREFETCH: bool = False
 # The unfused composition with flags: the scores launch (many programs per row) zeroes them, so the select kernel's
 # one program per row only sets its bytes instead of zeroing n + 1 bytes before its chain.  Measured with the scores

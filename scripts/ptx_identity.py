@@ -64,9 +64,17 @@ def compile_hier(st, case, **over):
               FASTA=cfg["fast_a"], DIRECT1D=cfg["direct1d"], SC3=cfg["SC3"], G1S=cfg["G1S"], G2S=cfg["G2S"],
               KC3=cfg["KC3"], FZW=fzw, MULTI=cfg["P"] > 1, FLAGS=flags, PHASE=0)
     cx.update({c: cfg[key] for key, c in NEW_OPTIONS.items() if key in cfg})
-    sig = {a: TYPES.get(a, "constexpr") for a in st._hier_kernel.arg_names}
-    return triton.compile(ASTSource(st._hier_kernel, sig, constexprs=cx), target=GPUTarget("cuda", 90, 32),
-                          options={"num_warps": cfg["num_warps"]})
+    names = st._hier_kernel.arg_names
+    sig = {a: TYPES.get(a, "constexpr") for a in names}
+    # the launch's specialization: 16-byte aligned pointers and a stride divisible by 16 (the sweep's tensors); without
+    # it the compile differs from what runs (the 640-row select: 108 registers here against 80 with it)
+    hints = {(names.index(a),): [["tt.divisibility", 16]] for a, t in TYPES.items()
+             if a in names and (t.startswith("*") or a == "src_stride")}
+    opts = {"num_warps": cfg["num_warps"]}
+    if cfg.get("maxnreg") is not None:  # a launch option (dev), not a constexpr
+        opts["maxnreg"] = cfg["maxnreg"]
+    return triton.compile(ASTSource(st._hier_kernel, sig, constexprs=cx, attrs=hints), target=GPUTarget("cuda", 90, 32),
+                          options=opts)
 
 
 def stripped_ptx(st, case):
