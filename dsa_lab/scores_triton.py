@@ -22,6 +22,7 @@ import triton
 import triton.language as tl
 from triton.language.extra import cuda as _tl_cuda  # gdc_launch_dependents: programmatic dependent launch (sm_90+)
 
+from . import _checks
 from .flags_triton import tl_zero_flags
 from .keys_triton import tl_from_ordered_hi, tl_ordered_hi
 
@@ -442,9 +443,9 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
         if rows > 65535:
             raise ValueError(f"row_counters: the grid's second axis holds the rows, at most 65535, got {rows}")
     ld = {"LD": True} if launch_dependents else {}  # absent: the kernels as compiled before the option existed
-    if maxnreg is not None:
-        if padded or isinstance(maxnreg, bool) or not isinstance(maxnreg, int) or not 16 <= maxnreg <= 255:
-            raise ValueError(f"maxnreg must be an int in [16, 255] for the bounded kernel (padded=False), got {maxnreg!r}")
+    if _checks.maxnreg(maxnreg) is not None:
+        if padded:
+            raise ValueError("maxnreg applies to the bounded kernel only (padded=False)")
         ld["maxnreg"] = maxnreg  # a launch option (the interpreter ignores it)
     starts = row_starts if row_starts is not None else row_ends
     flags = zero_flags if zero_flags is not None else out

@@ -1530,7 +1530,7 @@ def plan_hier(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, bl
                 phase_only=None if phase_only is None else int(phase_only), l1p=l1p,
                 fcap=fcap, fcapm=fcapm, fq=fq,
                 apf=bool(HIER_A_PREFETCH if a_prefetch is None else a_prefetch) and not fused,
-                maxnreg=_maxnreg(maxnreg), flags_zeroed=bool(flags_zeroed))
+                maxnreg=_checks.maxnreg(maxnreg), flags_zeroed=bool(flags_zeroed))
 
 
 # Rows whose KP = next_pow2(k) is at least this take the radix select (dsa_lab.select_radix_triton) instead of
@@ -1639,13 +1639,6 @@ def plan(rows: int, n: int, k: int, facts: dict, *, fused: bool = False, block_s
             cfg.update(parallel=True, split=None, short=RADIX_SHORT)
         return {**cfg, **over}
     raise ValueError(f"algo must be 'hier', 'fold' or 'radix', got {algo!r}")
-
-
-def _maxnreg(v):
-    """A ``maxnreg`` plan value: None, or an int in [16, 255] (else a ValueError naming it)."""
-    if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 16 <= v <= 255):
-        raise ValueError(f"maxnreg must be None or an int in [16, 255], got {v!r}")
-    return v
 
 
 def _hier_wrow(cfg: dict, fused: bool) -> int:
@@ -1878,6 +1871,8 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
     if UNFUSED_TAIL if tail is None else bool(tail):
         from .tail_triton import tail_select_launch
 
+        if sregs is not None or p.get("maxnreg") is not None:
+            raise ValueError("scores_maxnreg / maxnreg bound the two launches; tail is one launch of its own kernel")
         ids = tail_select_launch(logits, row_ends, row_starts, out, flags, p, topk_blocks, bs, row_repeat,
                                  programs=sprog, mult=smult, tile=stile, num_warps=swarps, whole_tiles=whole)
         return (ids, flags) if with_flags else ids

@@ -263,6 +263,10 @@ def test_maxnreg_plan():
     for bad in (8, 300, True, "80"):
         with pytest.raises(ValueError, match="maxnreg"):
             st.plan(640, 32768, 64, facts, maxnreg=bad)
+    x, e = torch.randn(2, 256), torch.tensor([256, 100])
+    for cfg in ({"tail": True, "maxnreg": 80}, {"tail": True, "scores_maxnreg": 64}):  # not silently dropped
+        with pytest.raises(ValueError, match="maxnreg"):
+            st.select_candidate_blocks_triton(x, e, 4, None, 8, 1, config=cfg)
 
 
 @pytest.mark.parametrize("bad", [{"phase_only": 1}, {"phase_only": 2, "two_phase": True}])
