@@ -396,6 +396,21 @@ if tuneU[0]:
 # 12.9x / 9.6x / 5.7x → 13.3x / 9.8x / 5.7x; the select stage did not move. Section AM then tried the whole unfused
 # composition as one launch (`tail`: each row's last scores program selects the row, `dsa_lab/tail_triton.py`): it
 # lost at every point, 1.1-2x (the one kernel's 100-113 registers at 8 warps leave 2 programs per SM resident).
+#
+# Eighteenth to twentieth sessions: the last Triton-side levers, each measured and left off.
+# * Section AN: a threshold filter in place of the chains' last top-k stages (`hier_f4`, `hier_f1`; after stage B
+#   `hier_fm`). It is slower wherever it runs.
+# * Section AP: each row's select waits for that row's scores alone (`rowsync`). No gain at 640 x 256K.
+# * Section AQ: stage A with two tiles in flight (`a_prefetch`; `t_a` times stage A alone). It gains 8%, not the
+#   predicted 40%: the stream is bound by its per-tile work, not by bytes in flight.
+# * Section AR: register bounds through Triton's `maxnreg`. `_apf_r80` holds the select kernel to 80 registers,
+#   `_sa_w8_r64` the scores launch with stage A's keys to 64.
+# * Section AS: the 640 x 256K full stage is its scores launch (`t_scores`) plus its select (`t_select`), one after
+#   the other.
+#
+# The last table runs those two kernels on two streams with no dependency between them. That bounds any overlap of
+# the two: at 640 x 256K it is 1.61x the live-logits floor, and issue 7's target is 1.5x
+# (`scripts/gpu_overlap_bound.py`).
 
 # %%
 for name, arms, stage in (("fused_direct_dev", None, None),
@@ -424,7 +439,15 @@ for name, arms, stage in (("fused_direct_dev", None, None),
                           ("tune_dev/tune_dev_AL", ["torch", "fold_unfused_plain", "fold_unfused_pdl_early",
                                                     "fold_unfused_m16_pdl_early", "fold_unfused"], "full"),
                           ("tune_dev/tune_dev_AM", ["torch", "fold_unfused", "fold_unfused_tail",
-                                                    "fold_unfused_tail_w4", "fold_unfused_tail_m8"], "full")):
+                                                    "fold_unfused_tail_w4", "fold_unfused_tail_m8"], "full"),
+                          ("tune_dev/tune_dev_AN", ["torch", "hier", "hier_f4", "hier_f1", "hier_fm"], "select"),
+                          ("tune_dev/tune_dev_AP", ["torch", "fold_unfused", "fold_unfused_rs", "fold_unfused_rs_m16"],
+                           "full"),
+                          ("tune_dev/tune_dev_AQ", ["torch", "hier", "hier_apf", "t_a", "t_a_apf"], "select"),
+                          ("tune_dev/tune_dev_AQ", ["torch", "fold_unfused", "fold_unfused_apf"], "full"),
+                          ("tune_dev/tune_dev_AR", ["torch", "fold_unfused", "fold_unfused_sa",
+                                                    "fold_unfused_sa_w8_r64", "fold_unfused_apf_r80"], "full"),
+                          ("tune_dev/tune_dev_AS", ["fold_unfused", "t_scores", "t_select", "t_select_apf"], "full")):
     recs = viz.load_records(name if name.startswith("tune_dev") else "tune_dev/" + name)
     print(viz.record_label(recs[1], recs[2]) if recs[0] else "NO RECORD")
     if recs[0] and arms is None:
@@ -432,6 +455,12 @@ for name, arms, stage in (("fused_direct_dev", None, None),
                                                              "min8_flags", "load8"], stage=None, dist=None)))
     elif recs[0]:
         print(proofs.format_table(viz.variant_rows(recs[0], arms, stage=stage, dist="normal")))
+
+# %%
+bound = viz.load_records("tune_dev/overlap_bound")
+print(viz.record_label(bound[1], bound[2]) if bound[0] else "NO RECORD")
+if bound[0]:
+    print(proofs.format_table([{c: r[c] for c in ("context", "rows", "arm", "median_us", "check")} for r in bound[0]]))
 
 # %% [markdown]
 # The recorded sweep, final kernels: the fused arm's time over the default (unfused) arm's, per context.
