@@ -443,10 +443,9 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
         if rows > 65535:
             raise ValueError(f"row_counters: the grid's second axis holds the rows, at most 65535, got {rows}")
     ld = {"LD": True} if launch_dependents else {}  # absent: the kernels as compiled before the option existed
-    if _checks.maxnreg(maxnreg) is not None:
-        if padded:
-            raise ValueError("maxnreg applies to the bounded kernel only (padded=False)")
-        ld["maxnreg"] = maxnreg  # a launch option (the interpreter ignores it)
+    if _checks.maxnreg(maxnreg) is not None and padded:
+        raise ValueError("maxnreg applies to the bounded kernel only (padded=False)")
+    opt = {} if maxnreg is None else {"maxnreg": maxnreg}  # a launch option of every launch below (interpreter: ignored)
     starts = row_starts if row_starts is not None else row_ends
     flags = zero_flags if zero_flags is not None else out
     if live:
@@ -456,14 +455,14 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
         _block_scores_live_kernel[(q,)](
             logits, logits.stride(0), out, row_ends, starts, flags, sg_ws, sg_stride, sg_min, rows, width, nblocks, q,
             fper, RR=int(row_repeat), BS=bs, BSP=bsp, BJ=bj, HAS_START=row_starts is not None, WHOLE=whole, ZF=zf,
-            SG=sgk, RB=1024, num_warps=nw, **ld,
+            SG=sgk, RB=1024, num_warps=nw, **ld, **opt,
         )
         return out
     if row_counters is not None:
         _block_scores_rc_kernel[(q, rows)](
             logits, logits.stride(0), out, row_ends, starts, flags, row_counters, width, nblocks, q,
             RR=int(row_repeat), BS=bs, BSP=bsp, BJ=bj, HAS_START=row_starts is not None, WHOLE=whole,
-            LOOP=q < ntiles, ZF=zf, LD=bool(launch_dependents), num_warps=nw,
+            LOOP=q < ntiles, ZF=zf, LD=bool(launch_dependents), num_warps=nw, **opt,
         )
         return out
     if sgk:
@@ -472,13 +471,13 @@ def block_scores_triton(logits, row_ends, row_starts=None, block_size=8, row_rep
         _block_scores_sg_kernel[(rows, q)](
             logits, logits.stride(0), out, row_ends, starts, flags, sg_ws, sg_stride, sg_min, width, nblocks, q,
             RR=int(row_repeat), BS=bs, BSP=bsp, BJ=bj, HAS_START=row_starts is not None, WHOLE=whole,
-            LOOP=q < ntiles, ZF=zf, SG=sgk, num_warps=nw, **ld,
+            LOOP=q < ntiles, ZF=zf, SG=sgk, num_warps=nw, **ld, **opt,
         )
         return out
     _block_scores_kernel[(rows, q)](
         logits, logits.stride(0), out, row_ends, starts, flags, width, nblocks, q,
         RR=int(row_repeat), BS=bs, BSP=bsp, BJ=bj, HAS_START=row_starts is not None, PADDED=bool(padded),
         FILL_DEAD=bool(fill_dead) or bool(padded), WHOLE=whole, LOOP=q < ntiles and not padded, ZF=zf, num_warps=nw,
-        **ld,
+        **ld, **opt,
     )
     return out
