@@ -1,8 +1,16 @@
 """dsa_lab: the DeepSeek Sparse Attention indexer's decode path, as Triton and PyTorch kernels.
 
-Pipeline (DESIGN §1): paged FP8 MQA logits → block scores → candidate select → flags.
-Public API (DESIGN §3) is re-exported here; see each function's docstring for its contract.
+Pipeline (``docs/design.md``): paged FP8 MQA logits → block scores → candidate select → flags.
+The public API is re-exported here; each function's docstring states its contract.
+
+Compiled kernels are cached on disk by Triton; unless ``TRITON_CACHE_DIR`` is set, dsa_lab points it at
+``~/.cache/dsa_lab/triton``, where ``dsa-lab warmup`` compiles every variant ahead of use.
 """
+import os as _os
+
+_os.environ.setdefault("TRITON_CACHE_DIR", _os.path.join(
+    _os.environ.get("XDG_CACHE_HOME") or _os.path.join(_os.path.expanduser("~"), ".cache"), "dsa_lab", "triton"))
+
 from .keys import ordered_bits, pack_keys, unpack_keys
 from .scores import block_scores
 from .select import topk_select, select_candidate_blocks

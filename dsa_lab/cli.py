@@ -9,7 +9,13 @@ import importlib
 import os
 import sys
 
-SUBCOMMANDS = ("verify", "sweep", "report", "workbook")
+SUBCOMMANDS = {  # name: module
+    "warmup": "dsa_lab.warmup",
+    "verify": "dsa_lab.bench.verify",
+    "sweep": "dsa_lab.bench.sweep",
+    "report": "dsa_lab.bench.report",
+    "workbook": "dsa_lab.workbook.build",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,8 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="DSA indexer decode-path workbench: verify kernels, sweep and report timings, build the workbook.",
     )
     sub = p.add_subparsers(dest="command", required=True)
-    for name in SUBCOMMANDS:
-        mod = importlib.import_module(f"dsa_lab.{name}")
+    for name, module in SUBCOMMANDS.items():
+        mod = importlib.import_module(module)
         doc = (mod.__doc__ or name).strip().splitlines()[0]
         sp = sub.add_parser(name, help=doc, description=mod.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
         mod.add_arguments(sp)
@@ -30,8 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     import torch
 
-    if not torch.cuda.is_available():
-        # No GPU: run the Triton arms through the interpreter.  Must be set before any
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not torch.cuda.is_available() and argv[:1] != ["warmup"]:
+        # No GPU: run the Triton arms through the interpreter (warmup compiles instead).  Must be set before any
         # kernel module is imported (TRITON_INTERPRET is read when a kernel is decorated).
         os.environ.setdefault("TRITON_INTERPRET", "1")
     args = build_parser().parse_args(argv)

@@ -41,12 +41,12 @@ Index capacity: the low word holds indices ``0 .. MAX_INDEX = 2**32 - 1``;
 (Selection outputs are int32, so the selection API separately limits widths to
 ``2**31 - 1`` columns.)
 
-The same packing exists as ``@triton.jit`` helpers in :mod:`dsa_lab.keys_triton`
+The same packing exists as ``@triton.jit`` helpers in :mod:`dsa_lab.kernels.common`
 (``tl_ordered_hi``, ``tl_pack_key``, ``tl_key_index``, ``tl_is_candidate``) for the
 kernels; ``tests/test_keys.py`` checks they agree with these torch functions bit
-for bit.  (They live in their own module so that importing :mod:`dsa_lab` defines
-no Triton function: ``TRITON_INTERPRET`` is read when a kernel is decorated, so
-the CLI and notebooks can still switch the interpreter on after ``import dsa_lab``.)
+for bit.  (Importing :mod:`dsa_lab` defines no Triton function: ``TRITON_INTERPRET``
+is read when a kernel is decorated, so the CLI and notebooks can still switch the
+interpreter on after ``import dsa_lab``.)
 """
 from __future__ import annotations
 

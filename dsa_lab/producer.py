@@ -269,7 +269,7 @@ def paged_mqa_logits(q_fp8, kv_cache, weights, context_lens, block_table, max_mo
         return out
     if arm == "triton":
         _check_triton_shapes(H, D, block_kv)
-        from .producer_triton import paged_mqa_logits_triton
+        from .kernels.producer import paged_mqa_logits_triton
 
         return paged_mqa_logits_triton(q_fp8, kv_cache, weights, context_lens, block_table, out)
     return paged_mqa_logits_torch(q_fp8, kv_cache, weights, context_lens, block_table, out)
@@ -295,7 +295,7 @@ def sanitize_decode_logits(logits, row_ends, *, impl="auto"):
     _check_sanitize(logits, row_ends)
     arm = _impl.resolve(impl, logits.device, PRODUCER_IMPLS)
     if arm == "triton":
-        from .producer_triton import sanitize_triton
+        from .kernels.producer import sanitize_triton
 
         sanitize_triton(logits, row_ends)
         return None

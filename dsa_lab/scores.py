@@ -1,12 +1,12 @@
 """Block scores: NaN-propagating max of each ``block_size`` run of a row's live logits.
 
-Contract (DESIGN §2, upstream ``_block_scores_kernel`` semantics), for row ``r``
+Contract (``docs/design.md``; upstream ``_block_scores_kernel`` semantics), for row ``r``
 with ``g = r // row_repeat``, ``start = row_starts[g]`` (0 when absent),
 ``end = row_ends[g]``, and ``nblocks = cdiv(width, block_size)``:
 
 * block ``j`` covers columns ``start + j*bs .. start + j*bs + bs - 1``,
   restricted to ``[start, end)`` and to ``[0, width)``;
-* its score is the max over those columns *in the contract's order* (DESIGN §2): any NaN gives
+* its score is the max over those columns *in the contract's order*: any NaN gives
   NaN (``0x7FFFFFFF``), ``+0.0`` beats ``-0.0``, subnormals compare exactly.  Computed as a max
   of :func:`dsa_lab.keys.ordered_hi` integers, so no float max (whose signed-zero choice and
   subnormal flushing differ between CPU, ``torch.amax`` on CUDA and a GPU ``tl.max``) decides it;
@@ -89,7 +89,7 @@ def block_scores(logits, row_ends, *, row_starts=None, block_size=8, row_repeat=
     rows, width, bs, rr = _check_scores_args(logits, row_ends, row_starts, block_size, row_repeat)
     arm = _impl.resolve(impl, logits.device, ("reference", "torch", "triton"))
     if arm == "triton":
-        from .scores_triton import block_scores_triton
+        from .dispatch import block_scores_triton
 
         return block_scores_triton(logits, row_ends, row_starts, bs, rr)
     return block_scores_torch(logits, row_ends, row_starts, bs, rr)

@@ -1,4 +1,4 @@
-"""Top-k selection per row with per-row live extents (DESIGN §2), and the candidate-block pipeline.
+"""Top-k selection per row with per-row live extents (``docs/design.md``), and the candidate-block pipeline.
 
 Arms of :func:`topk_select`:
 
@@ -11,7 +11,7 @@ Arms of :func:`topk_select`:
   ``lengths`` is given), then ``-inf`` → ``-1``.  On CUDA this was measured to
   meet the contract; on the CPU ``torch.topk``'s tie order is not the
   contract's (``tests/test_select_reference.py`` shows where).
-* ``"triton"`` — the packed-key kernels (:mod:`dsa_lab.select_triton`).
+* ``"triton"`` — the packed-key kernels (:mod:`dsa_lab.kernels`, chosen by :mod:`dsa_lab.dispatch`).
 """
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def _check_select_args(scores, k, lengths, row_repeat, out):
 
 
 def topk_select(scores, k, *, lengths=None, row_repeat=1, impl="auto", out=None):
-    """Indices of the top-``k`` live columns of each row, by the contract of DESIGN §2.
+    """Indices of the top-``k`` live columns of each row, by the selection contract (``docs/design.md``).
 
     Args:
         scores: float32 ``[rows, n]`` (unit stride along ``n``; row-strided views accepted).
@@ -97,7 +97,7 @@ def topk_select(scores, k, *, lengths=None, row_repeat=1, impl="auto", out=None)
     k, rr = _check_select_args(scores, k, lengths, row_repeat, out)
     arm = _impl.resolve(impl, scores.device, SELECT_IMPLS)
     if arm == "triton":
-        from .select_triton import topk_select_triton
+        from .dispatch import topk_select_triton
 
         return topk_select_triton(scores, k, lengths, rr, out)
     res = (topk_select_reference if arm == "reference" else topk_select_torch)(scores, k, lengths, rr)
@@ -114,18 +114,16 @@ def select_candidate_blocks(
     """Top-``topk_blocks`` candidate blocks per row: :func:`block_scores` then :func:`topk_select`.
 
     Args: as :func:`dsa_lab.block_scores`, plus ``topk_blocks`` (int ``>= 1``) and ``out``
-    (optional int32 ``[rows, topk_blocks]``).  ``impl`` also accepts ``"triton_unfused"`` (bounded
-    Triton block scores written to memory, then the select kernel) and ``"triton_fused"`` (one kernel:
-    logits read once, block maxima formed on the fly, no scores tensor; hier algorithm; only where
-    :func:`dsa_lab.select_triton.fusable`, e.g. k <= 256 at block_size 8, else ``ValueError``).
-    ``"triton"`` takes the one measured faster on the H200: today the unfused composition
-    (:func:`dsa_lab.select_triton.select_candidate_blocks_triton`).  The live block extent of row ``r`` is
-    ``cdiv(min(end, width) - start, block_size)`` blocks, widened to include the pinned
-    newest block; blocks past it are ``-inf`` and never selected.
+    (optional int32 ``[rows, topk_blocks]``).  ``impl`` also accepts ``"triton_unfused"`` (the same as
+    ``"triton"``: bounded Triton block scores written to memory, then the select kernel) and ``"triton_fused"`` (one
+    kernel: logits read once, block maxima formed on the fly, no scores tensor; only where
+    :func:`dsa_lab.dispatch.fusable`, e.g. k <= 256 at block_size 8, else ``ValueError``).  The live block extent of
+    row ``r`` is ``cdiv(min(end, width) - start, block_size)`` blocks, widened to include the pinned newest block;
+    blocks past it are ``-inf`` and never selected.
 
     ``with_flags=True`` returns ``(ids, flags)``, flags as :func:`dsa_lab.candidate_flags` of the ids (same
-    contract, sentinel slot included); the Triton hier kernel writes them in the same launch (no memset, no
-    flags kernel), the other arms compose :func:`dsa_lab.candidate_flags`.
+    contract, sentinel slot included); on the Triton arms the select writes them in its own launch where it can
+    (no memset, no flags kernel), the other arms compose :func:`dsa_lab.candidate_flags`.
 
     Returns:
         int32 ``[rows, topk_blocks]`` block ids in any order, ``-1`` tail (with ``with_flags``: and the flags).
@@ -137,18 +135,13 @@ def select_candidate_blocks(
     _checks.out_tensor(out, (rows, topk_blocks), torch.int32, logits.device)
     arm = _impl.resolve(impl, logits.device, SELECT_IMPLS + ("triton_unfused", "triton_fused"))
     if arm in ("triton", "triton_unfused", "triton_fused"):
-        from .select_triton import select_candidate_blocks_triton
+        from .dispatch import fusable, select_candidate_blocks_triton
 
-        # "triton": the kernel module's measured choice (today the unfused composition);
-        # "triton_unfused": bounded scores then select; "triton_fused": one fused kernel
-        fused = {"triton": None, "triton_unfused": False, "triton_fused": True}[arm]
-        if fused:
-            from .select_triton import fusable
-
-            if not fusable(topk_blocks, bs):
-                raise ValueError(f"impl='triton_fused' serves next_pow2(topk_blocks) * group * block_size <= 4096 "
-                                 f"(k <= 256 at block_size 8); got topk_blocks={topk_blocks}, block_size={bs}: "
-                                 "use impl='triton'")
+        fused = arm == "triton_fused"
+        if fused and not fusable(topk_blocks, bs):
+            raise ValueError(f"impl='triton_fused' serves max(64, next_pow2(topk_blocks)) * group * block_size <= "
+                             f"4096 (k <= 256 at block_size 8); got topk_blocks={topk_blocks}, block_size={bs}: "
+                             "use impl='triton'")
         return select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts, bs, rr, out, fused=fused,
                                               with_flags=with_flags)
     sc = block_scores(logits, row_ends, row_starts=row_starts, block_size=bs, row_repeat=rr, impl="torch")

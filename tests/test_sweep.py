@@ -32,9 +32,7 @@ def test_quick_sweep_columns_and_labels(quick_dir):
     rows = data.load_rows(path)
     assert {r["stage"] for r in rows} == {"select", "full"}
     arms = {r["arm"] for r in rows}
-    assert {"torch", "torch_live"} <= arms
-    if sweep.triton_select_available():
-        assert "triton" in arms
+    assert {"torch", "torch_live", "triton"} <= arms
     for r in rows:
         assert r["timing"] == "interpreter (not a performance measurement)"
         assert r["rows"] == r["concurrency"] * r["next_n"]
@@ -109,8 +107,6 @@ def test_failing_arm_is_reported_and_others_recorded(tmp_path, monkeypatch, caps
 
 
 def test_step_and_producer_suites(tmp_path):
-    if not sweep.producer_available():
-        pytest.skip("producer not implemented yet")
     rc = cli.main(["sweep", "--quick", "--suite", "step,producer", "--out", str(tmp_path)] + SEED)
     assert rc == 0
     step = data.load_rows(tmp_path / "step_breakdown.csv")

@@ -17,8 +17,8 @@ import time
 
 import torch
 
-from . import _impl
-from .select import select_candidate_blocks, topk_select, topk_select_reference
+from .. import _impl
+from ..select import select_candidate_blocks, topk_select, topk_select_reference
 from .shapes import MATRIX, SPECIAL_DISTS, DISTS, Case, make_inputs
 
 POISON = -0x21524111  # 0xDEADBEEF as int32: never a valid id or -1
@@ -93,11 +93,11 @@ def run_case(case: Case, arms, *, seed: int, device) -> list[dict]:
 
 def arm_serves(arm: str, case) -> bool:
     """``triton_unfused`` / ``triton_fused`` are arms of the candidate-block pipeline only; the fused kernel
-    serves the shapes of :func:`dsa_lab.select_triton.fusable` (k <= 256 at block_size 8)."""
+    serves the shapes of :func:`dsa_lab.dispatch.fusable` (k <= 256 at block_size 8)."""
     if arm in ("triton_unfused", "triton_fused") and case.op != "blocks":
         return False
     if arm == "triton_fused":
-        from .select_triton import fusable
+        from ..dispatch import fusable
 
         return fusable(case.k, case.block_size)
     return True
@@ -106,7 +106,7 @@ def arm_serves(arm: str, case) -> bool:
 def default_arms(device) -> tuple[str, ...]:
     """``triton`` (the default dispatch: for candidate blocks the unfused composition), ``triton_fused``
     (the fused kernel, where it serves the shape) and ``torch``.  ``triton_unfused`` can be asked for by
-    name (``--arms``); today it runs the same code as ``triton`` on candidate blocks."""
+    name (``--arms``); it runs the same code as ``triton`` on candidate blocks."""
     if not _impl.triton_usable(torch.device(device)):
         return ("torch",)
     return ("triton", "triton_fused", "torch")
@@ -367,7 +367,6 @@ def _record(folder: str, results, fz, *, seed: int, scale: str, fuzz_name: str =
     import sys
 
     from . import data
-
     os.makedirs(folder, exist_ok=True)
     meta = data.collect_metadata(" ".join(["dsa-lab"] + sys.argv[1:]), {"seed": seed, "scale": scale})
     if fz is not None:
@@ -391,7 +390,6 @@ def merge_matrix_records(paths, out_path) -> int:
     import csv
 
     from . import data
-
     rows, cmds, meta = [], [], None
     for p in paths:
         with open(p, newline="") as f:

@@ -21,7 +21,6 @@ from collections import defaultdict
 from pathlib import Path
 
 from . import data as _data
-
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 INTERP = "interpreter (not a performance measurement)"
 SEED_LABEL = "transcribed from the seed pull request text, not measured by this project"

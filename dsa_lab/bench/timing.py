@@ -67,7 +67,7 @@ def has_cuda() -> bool:
 
 
 def _interpreter() -> bool:
-    from ._impl import interpreter_active
+    from .._impl import interpreter_active
 
     return interpreter_active()
 

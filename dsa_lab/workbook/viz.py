@@ -25,9 +25,8 @@ from pathlib import Path
 
 import torch
 
-from . import keys
-from . import data as _data
-
+from .. import keys
+from ..bench import data as _data
 __all__ = [
     "setup",
     "pipeline_figure",
@@ -98,7 +97,7 @@ def setup(template: str = "none") -> dict:
 def backend_info() -> dict:
     """Which backend the workbook runs on here: ``gpu`` (live kernels), ``interpreter`` (Triton on CPU,
     tiny shapes, not a performance measurement) or ``torch-cpu`` (torch arms only)."""
-    from ._impl import interpreter_active
+    from .._impl import interpreter_active
 
     if torch.cuda.is_available():
         name = torch.cuda.get_device_name(0)
@@ -750,22 +749,20 @@ def seed_comparison_figure(sweep, seed_speedup, *, k=64, stages=("select", "full
     return fig
 
 
-def split_rule_rows(sm_count: int, rows_list=(1, 8, 32, 128, 640), k: int = 64, nblocks: int = 32768,
-                    **plan_kw) -> list[dict]:
-    """The select kernel's launch configuration (:func:`dsa_lab.select_triton.plan`, from shapes and the
-    SM count only) for each row count: programs per row ``P``, the grid, and every other field the plan
-    returns (tile / group sizes, merge capacity, the direct-top-k threshold ...)."""
-    from .select_triton import plan, split_programs
+def split_rule_rows(sm_count: int, rows_list=(1, 8, 32, 128, 640), k: int = 64, nblocks: int = 32768) -> list[dict]:
+    """What a select of ``k`` from ``nblocks`` scores launches at each row count on a GPU of ``sm_count`` SMs (from
+    shapes and the SM count only; :func:`dsa_lab.warmup.record`): each kernel with its grid, programs per row and
+    the constexprs that pick its compiled variant."""
+    from ..warmup import H200, Call, parts, record
 
+    facts = dict(H200, sm_count=sm_count)
     out = []
     for rows in rows_list:
-        cfg = plan(rows, nblocks, k, {"sm_count": sm_count}, **plan_kw)
-        P = cfg.get("P", 1)
-        if cfg.get("algo") == "radix" and cfg.get("parallel"):  # the parallel radix sizes P as the launcher does
-            P = (split_programs(rows, nblocks, sm_count, cfg.get("tile") or 1024)
-                 if cfg.get("split") in (None, True, False) else max(1, int(cfg["split"])))
-        out.append({"rows": rows, "k": k, "P": P, "grid": rows * P,
-                    **{key: v for key, v in cfg.items() if key not in ("P",)}})
+        for launch in record(Call("select", rows, nblocks, k), facts):
+            name, _, cx, _ = parts(launch)
+            keep = {key: v for key, v in cx.items() if key in ("KP", "G1", "G2", "DT", "RSEL", "TILE")}
+            out.append({"rows": rows, "k": k, "kernel": name.lstrip("_"), "grid": "x".join(map(str, launch.grid)),
+                        "P": launch.grid[1] if len(launch.grid) > 1 else 1, **keep})
     return out
 
 
@@ -818,7 +815,7 @@ def extent_point(context: int, rows: int, k: int, *, records=None, mode: str | N
     check the arms against the exact reference, and take times from the nearest recorded point.
     Returns a dict with ``mode``, ``skipped``, per-arm ``us`` and ``source``.
     """
-    from .select import topk_select
+    from ..select import topk_select
 
     mode = mode or backend_info()["mode"]
     nb = -(-max_model_len // block_size)

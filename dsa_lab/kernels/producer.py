@@ -18,10 +18,8 @@ fp8-flops / bandwidth ratio of ~430):
   Tokens past the sequence end re-read its last token (clamped index) instead of masked loads: every load
   stays in bounds without a mask (an fp8 ``other=`` does not cast), and the sm_90 TTGIR shows the key,
   scale and block-table loads turned into pipelined ``cp.async`` copies.
-* ``HOIST_Q``: q, weights and row ends of all rows (``next_n <= 8``) are loaded before the tile loop;
-  ``Q_IS_A`` (default when ``H >= 64``): the MMA is ``q [H, D] @ K^T`` so q is the loop-invariant A operand
-  (its shared-memory copy is hoisted out of the loop, checked in the sm_90 TTGIR) and the streamed keys are
-  B; with ``H = 32`` wgmma's M = 64 minimum makes the keys the A operand (M = ``BLOCK_T``) instead.
+* ``HOIST_Q``: q, weights and row ends of all rows (``next_n <= 8``, at most 64 KiB of q) are loaded before the
+  tile loop; the streamed keys are the MMA's A operand (M = ``BLOCK_T``).
 * ``FP8_DOT``: e4m3fn operands straight into ``tl.dot`` (sm_89+; wgmma on sm_90); otherwise the cache and
   q are loaded as bytes and decoded to fp32 with integer ops (:func:`_e4m3fn_to_f32`), then an IEEE fp32
   dot: the path the interpreter takes (numpy has no fp8), any device without fp8 MMA, and ROCm for now.
@@ -32,7 +30,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from . import _impl
+from .. import _impl
 
 
 @triton.jit
@@ -87,24 +85,14 @@ def _row_end(ctx_ptr, b, n, stride_cb, stride_cn, c, seq_end, NEXT_N: tl.constex
 
 
 @triton.jit
-def _emit_row(kk, qn, wn, sc, tok, end_n, out_row, FP8_DOT: tl.constexpr, Q_IS_A: tl.constexpr):
-    """One row's logits for one tile: ``sc * sum_h wn[h] * relu(kk @ qn^T)[:, h]``, stored below ``end_n``.
-
-    ``Q_IS_A``: compute ``S^T = qn @ kk^T`` (``[H, BLOCK_T]``) instead, so the loop-invariant q can stay
-    the register A operand of the MMA while the streamed keys are the shared-memory B operand.
-    """
-    if Q_IS_A:
-        if FP8_DOT:
-            st = tl.dot(qn, tl.trans(kk))  # fp8 x fp8 → fp32 [H, BLOCK_T]
-        else:
-            st = tl.dot(qn, tl.trans(kk), input_precision="ieee")
-        lg = tl.sum(tl.maximum(st, 0.0) * wn[:, None], axis=0) * sc
+def _emit_row(kk, qn, wn, sc, tok, end_n, out_row, FP8_DOT: tl.constexpr):
+    """One row's logits for one tile: ``sc * sum_h wn[h] * relu(kk @ qn^T)[:, h]``, stored below ``end_n``.  The
+    streamed keys are the MMA's A operand (M = ``BLOCK_T``)."""
+    if FP8_DOT:
+        s = tl.dot(kk, tl.trans(qn))  # fp8 x fp8 -> fp32 [BLOCK_T, H]
     else:
-        if FP8_DOT:
-            s = tl.dot(kk, tl.trans(qn))  # fp8 x fp8 → fp32 [BLOCK_T, H]
-        else:
-            s = tl.dot(kk, tl.trans(qn), input_precision="ieee")
-        lg = tl.sum(tl.maximum(s, 0.0) * wn[None, :], axis=1) * sc
+        s = tl.dot(kk, tl.trans(qn), input_precision="ieee")
+    lg = tl.sum(tl.maximum(s, 0.0) * wn[None, :], axis=1) * sc
     tl.store(out_row + tok, lg, mask=tok < end_n)
 
 
@@ -136,7 +124,6 @@ def _paged_mqa_logits_kernel(
     BLOCK_T: tl.constexpr,
     CTX_2D: tl.constexpr,
     FP8_DOT: tl.constexpr,
-    Q_IS_A: tl.constexpr,  # see _emit_row
     HOIST_Q: tl.constexpr,  # load q / weights / ends of every row once, before the tile loop (NEXT_N <= 8)
     NUM_STAGES: tl.constexpr,
 ):
@@ -210,27 +197,27 @@ def _paged_mqa_logits_kernel(
         if not FP8_DOT:
             kk = _e4m3fn_to_f32(kk)
         if HOIST_Q:
-            _emit_row(kk, q0, w0, sc, tok, e0, o0, FP8_DOT, Q_IS_A)
+            _emit_row(kk, q0, w0, sc, tok, e0, o0, FP8_DOT)
             if NEXT_N > 1:
-                _emit_row(kk, q1, w1, sc, tok, e1, o0 + stride_o, FP8_DOT, Q_IS_A)
+                _emit_row(kk, q1, w1, sc, tok, e1, o0 + stride_o, FP8_DOT)
             if NEXT_N > 2:
-                _emit_row(kk, q2, w2, sc, tok, e2, o0 + 2 * stride_o, FP8_DOT, Q_IS_A)
+                _emit_row(kk, q2, w2, sc, tok, e2, o0 + 2 * stride_o, FP8_DOT)
             if NEXT_N > 3:
-                _emit_row(kk, q3, w3, sc, tok, e3, o0 + 3 * stride_o, FP8_DOT, Q_IS_A)
+                _emit_row(kk, q3, w3, sc, tok, e3, o0 + 3 * stride_o, FP8_DOT)
             if NEXT_N > 4:
-                _emit_row(kk, q4, w4, sc, tok, e4, o0 + 4 * stride_o, FP8_DOT, Q_IS_A)
+                _emit_row(kk, q4, w4, sc, tok, e4, o0 + 4 * stride_o, FP8_DOT)
             if NEXT_N > 5:
-                _emit_row(kk, q5, w5, sc, tok, e5, o0 + 5 * stride_o, FP8_DOT, Q_IS_A)
+                _emit_row(kk, q5, w5, sc, tok, e5, o0 + 5 * stride_o, FP8_DOT)
             if NEXT_N > 6:
-                _emit_row(kk, q6, w6, sc, tok, e6, o0 + 6 * stride_o, FP8_DOT, Q_IS_A)
+                _emit_row(kk, q6, w6, sc, tok, e6, o0 + 6 * stride_o, FP8_DOT)
             if NEXT_N > 7:
-                _emit_row(kk, q7, w7, sc, tok, e7, o0 + 7 * stride_o, FP8_DOT, Q_IS_A)
+                _emit_row(kk, q7, w7, sc, tok, e7, o0 + 7 * stride_o, FP8_DOT)
         else:
             for n in tl.static_range(NEXT_N):
                 qn = _load_q(q_base, n, stride_qn, stride_qh, h, d, FP8_DOT)
                 wn = tl.load(w0p + n * stride_w + h)
                 end_n = _row_end(ctx_ptr, b, n, stride_cb, stride_cn, c, seq_end, NEXT_N, CTX_2D)
-                _emit_row(kk, qn, wn, sc, tok, end_n, o0 + n * stride_o, FP8_DOT, Q_IS_A)
+                _emit_row(kk, qn, wn, sc, tok, end_n, o0 + n * stride_o, FP8_DOT)
 
 
 @triton.jit
@@ -273,8 +260,8 @@ def default_config(H: int, next_n: int, block_kv: int, fp8_dot: bool) -> dict:
     4826 µs); 8 warps and 2 stages were slower.
     """
     if not fp8_dot:
-        return {"BLOCK_T": 32, "num_warps": 4, "NUM_STAGES": 1, "HOIST_Q": True, "Q_IS_A": False, "WAVES": 4}
-    return {"BLOCK_T": 128, "num_warps": 4, "NUM_STAGES": 3, "HOIST_Q": True, "Q_IS_A": False, "WAVES": 8}
+        return {"BLOCK_T": 32, "num_warps": 4, "NUM_STAGES": 1, "HOIST_Q": True, "WAVES": 4}
+    return {"BLOCK_T": 128, "num_warps": 4, "NUM_STAGES": 3, "HOIST_Q": True, "WAVES": 8}
 
 
 def paged_mqa_logits_triton(q_fp8, kv_cache, weights, context_lens, block_table, out, *, fp8_dot=None, config=None):
@@ -282,7 +269,7 @@ def paged_mqa_logits_triton(q_fp8, kv_cache, weights, context_lens, block_table,
 
     ``fp8_dot``: None → :func:`dsa_lab.paged.fp8_dot_supported`; False forces the upcast path (testable
     on a GPU too).  ``config``: overrides of :func:`default_config` (``BLOCK_T``, ``num_warps``, ``NUM_STAGES``,
-    ``HOIST_Q``, ``Q_IS_A``, ``WAVES``).
+    ``HOIST_Q``, ``WAVES``).
     """
     import torch
 
@@ -315,7 +302,6 @@ def paged_mqa_logits_triton(q_fp8, kv_cache, weights, context_lens, block_table,
         BLOCK_T=cfg["BLOCK_T"], CTX_2D=ctx2d, FP8_DOT=bool(fp8_dot),
         # hoisted q lives in shared memory for the whole loop: bound it (64 KiB = 8 rows of 64 x 128 fp8)
         HOIST_Q=bool(cfg["HOIST_Q"]) and next_n <= 8 and next_n * H * D * (1 if fp8_dot else 4) <= 65536,
-        Q_IS_A=bool(cfg["Q_IS_A"]),
         NUM_STAGES=cfg["NUM_STAGES"],
         num_warps=cfg["num_warps"],
     )

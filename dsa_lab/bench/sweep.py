@@ -54,10 +54,9 @@ from pathlib import Path
 
 import torch
 
-from . import bench
+from . import timing as bench
 from .shapes import fill
 from . import data as _data
-
 # --------------------------------------------------------------------------- grids
 
 CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128)
@@ -144,46 +143,8 @@ def _ensure_interpreter():
         os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
-# --------------------------------------------------------------------------- feature detection
-
-
-def _has_module(name: str) -> bool:
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec(f"dsa_lab.{name}") is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def unfused_available() -> bool:
-    """The unfused Triton composition is an arm of its own (``impl="triton_unfused"``)."""
-    return True
-
-
-def triton_select_available() -> bool:
-    return _has_module("select_triton")
-
-
-def producer_available() -> bool:
-    """``dsa_lab.paged_mqa_logits`` implemented (not the placeholder)?"""
-    from . import producer
-
-    try:
-        producer.decode_row_ends(torch.tensor([4], dtype=torch.int32), 1)
-    except NotImplementedError:
-        return False
-    except Exception:  # noqa: BLE001 - implemented but picky about the probe: fine
-        return True
-    return True
-
-
 def arms_for(stage: str, wanted=None) -> list[str]:
     arms = list(STAGE_ARMS.get(stage, ()))
-    if not triton_select_available():
-        arms = [a for a in arms if not a.startswith("triton")]
-    if stage == "full" and not unfused_available():
-        arms = [a for a in arms if a != "triton_unfused"]
     if wanted:
         arms = [a for a in arms if a in wanted]
     return arms
@@ -277,9 +238,9 @@ def _gen(seed: int, device) -> torch.Generator:
 
 def _flags_fn():
     """(name, fn(ids, width) -> flags) — the package's Triton flags when present, else a capturable torch one."""
-    from .flags import candidate_flags
+    from ..flags import candidate_flags
 
-    if _has_module("flags_triton") and (on_gpu() or _interp()):
+    if on_gpu() or _interp():
         return "triton", lambda ids, width: candidate_flags(ids, width, impl="triton")
     if not on_gpu():
         return "torch", lambda ids, width: candidate_flags(ids, width, impl="torch")
@@ -297,23 +258,19 @@ def _flags_fn():
 
 
 def _interp() -> bool:
-    from ._impl import interpreter_active
+    from .._impl import interpreter_active
 
     return interpreter_active()
 
 
-def _padded_scores(logits, ends, padded=True):
-    """The upstream block-scores kernel (padded scan) when present, else the package's arm."""
-    from .scores import block_scores
+def _padded_scores(logits, ends):
+    """Block scores as the upstream kernel computes them (its reads follow the padded width): the torch arms."""
+    from ..scores import block_scores
 
-    if (on_gpu() or _interp()) and _has_module("scores_triton"):
-        import inspect
+    if on_gpu() or _interp():
+        from ..dispatch import block_scores_triton
 
-        from .scores_triton import block_scores_triton
-
-        if "padded" in inspect.signature(block_scores_triton).parameters:
-            return block_scores_triton(logits, ends, None, BLOCK_SIZE, 1, padded=padded)
-        return block_scores_triton(logits, ends, None, BLOCK_SIZE, 1)
+        return block_scores_triton(logits, ends, None, BLOCK_SIZE, 1, padded=True)
     return block_scores(logits, ends, block_size=BLOCK_SIZE, impl="torch")
 
 
@@ -370,7 +327,7 @@ def torch_topk_store(scores: torch.Tensor, k: int) -> torch.Tensor:
     """
     rows, n = scores.shape
     if not (on_gpu() or _interp()):
-        from .select import topk_select_torch
+        from ..select import topk_select_torch
 
         return topk_select_torch(scores, k)
     kk = min(k, n)
@@ -382,7 +339,7 @@ def torch_topk_store(scores: torch.Tensor, k: int) -> torch.Tensor:
 
 
 def select_arm_fn(arm: str, inp: dict, k: int):
-    from .select import topk_select
+    from ..select import topk_select
 
     sc, lengths = inp["scores"], inp["lengths"]
     if arm == "torch":
@@ -399,13 +356,13 @@ def select_arm_fn(arm: str, inp: dict, k: int):
 
 def full_arm_fn(arm: str, inp: dict, k: int, flags_fn):
     """fn() -> (ids, flags) for one arm of the full stage."""
-    from .select import select_candidate_blocks
+    from ..select import select_candidate_blocks
 
     x, ends = inp["logits"], inp["ends"]
     width = x.shape[1]
     if arm == "torch":
         def fn():
-            ids = torch_topk_store(_padded_scores(x, ends, padded=True), k)
+            ids = torch_topk_store(_padded_scores(x, ends), k)
             return ids, flags_fn(ids, width)
         return fn
     if arm == "torch_live":
@@ -413,7 +370,7 @@ def full_arm_fn(arm: str, inp: dict, k: int, flags_fn):
         sl = x[:, :emax]
 
         def fn():
-            ids = torch_topk_store(_padded_scores(sl, ends, padded=True), k)
+            ids = torch_topk_store(_padded_scores(sl, ends), k)
             return ids, flags_fn(ids, width)
         return fn
     out = torch.empty((x.shape[0], k), dtype=torch.int32, device=x.device)
@@ -429,7 +386,7 @@ def full_arm_fn(arm: str, inp: dict, k: int, flags_fn):
 
 def reference_ids(p: Point, inp: dict) -> torch.Tensor:
     """The exact contract (for checks without a GPU, where torch.topk's tie order is not the contract's)."""
-    from .select import select_candidate_blocks, topk_select
+    from ..select import select_candidate_blocks, topk_select
 
     if p.stage == "select":
         return topk_select(inp["scores"], p.k, lengths=inp["lengths"], impl="reference")
@@ -539,7 +496,7 @@ class Sweep:
         if p.suite in ("select", "full"):
             arms = arms_for(p.stage, self.wanted_arms)
             if p.stage == "full" and "triton_fused" in arms:
-                from .select_triton import fusable
+                from ..dispatch import fusable
 
                 if not fusable(p.k, BLOCK_SIZE):  # the fused kernel does not serve this k (k > 256)
                     arms.remove("triton_fused")
@@ -624,8 +581,8 @@ class Sweep:
 
     # ---- step / producer
     def run_step_producer(self, p: Point, todo: list[str], deadline: Deadline) -> None:
-        from . import producer
-        from .paged import random_decode_problem
+        from .. import producer
+        from ..paged import random_decode_problem
 
         seed = self.seed_for(p)
         rec = self.recorder(p.suite)
@@ -649,8 +606,8 @@ class Sweep:
         if on_gpu():
             torch.cuda.synchronize()
         k = p.k
-        from .select import select_candidate_blocks, topk_select
-        from .scores import block_scores
+        from ..select import select_candidate_blocks, topk_select
+        from ..scores import block_scores
 
         live = [-(-e // BLOCK_SIZE) for e in ends_list]
         nb = -(-self.mml // BLOCK_SIZE)
@@ -658,7 +615,7 @@ class Sweep:
         flags_fn = self.flags_fn
         sel_out = torch.empty((p.rows, k), dtype=torch.int32, device=self.device)
         scores_b = block_scores(logits, ends, block_size=BLOCK_SIZE, impl="triton")
-        scores_p = _padded_scores(logits, ends, padded=True)
+        scores_p = _padded_scores(logits, ends)
         ids_t = topk_select(scores_b, k, lengths=live_t, impl="triton")
         ids_u = torch_topk_store(scores_p, k)
         mm = mismatched_rows(ids_t, ids_u) if on_gpu() else mismatched_rows(
@@ -680,7 +637,7 @@ class Sweep:
         def step_torch():
             logits_triton()
             torch.nan_to_num_(logits, nan=float("-inf"))
-            ids = torch_topk_store(_padded_scores(logits, ends, padded=True), k)
+            ids = torch_topk_store(_padded_scores(logits, ends), k)
             return flags_fn(ids, self.mml)
 
         if p.suite == "step":
@@ -699,7 +656,7 @@ class Sweep:
                                      + bench.full_bytes("triton", ends_list, self.mml, BLOCK_SIZE, k)),
                 ("torch", "sanitize"): (lambda: torch.nan_to_num_(logits, nan=float("-inf")),
                                         2 * p.rows * self.mml * 4),
-                ("torch", "scores"): (lambda: _padded_scores(logits, ends, padded=True),
+                ("torch", "scores"): (lambda: _padded_scores(logits, ends),
                                       p.rows * self.mml * 4 + p.rows * nb * 4),
                 ("torch", "select"): (lambda: torch_topk_store(scores_p, k), sel_bytes("torch")),
                 ("torch", "flags"): (lambda: flags_fn(ids_u, self.mml), flag_bytes),
@@ -873,12 +830,6 @@ def run(args) -> int:
     if not gpu:
         print(f"No CUDA device: running the Triton interpreter at tiny shapes -> {out_dir}\n"
               f"  every row is labelled '{bench.INTERPRETER_LABEL}'")
-    needs_producer = any(p.suite in ("step", "producer") for p in plan)
-    if needs_producer and not producer_available():
-        print("note: dsa_lab.paged_mqa_logits is not implemented yet; skipping the step and producer suites")
-        plan = [p for p in plan if p.suite not in ("step", "producer")]
-    if not triton_select_available():
-        print("note: dsa_lab.select_triton is absent; the triton arms are skipped")
     # pending work (resume): never redo a recorded key
     sw = Sweep(args, {}, out_dir, git.get("commit"))
     pending = [(p, sw.pending_arms(p)) for p in plan]

@@ -61,8 +61,7 @@ import time
 
 import torch
 
-from . import keys
-
+from .. import keys
 __all__ = [
     "SPECIAL_VALUES",
     "special_values",
@@ -254,7 +253,7 @@ def _triton_pack(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     import triton.language as tl
 
     global _pack_kernel, tl_pack_key
-    from .keys_triton import tl_pack_key  # a module global: the jit kernel below resolves it there
+    from ..kernels.common import tl_pack_key  # a module global: the jit kernel below resolves it there
 
     if _pack_kernel is None:
 
@@ -279,7 +278,7 @@ _pack_kernel = None
 
 
 def _triton_usable(device: torch.device) -> bool:
-    from ._impl import triton_usable
+    from .._impl import triton_usable
 
     return triton_usable(device)
 
@@ -361,8 +360,7 @@ def _enum_bits(pos: torch.Tensor) -> torch.Tensor:
 
 def _env_meta(device: torch.device) -> dict:
     """Record metadata (GPU, versions, commit, date, command) from :func:`dsa_lab.data.collect_metadata`."""
-    from . import data
-
+    from ..bench import data
     meta = data.collect_metadata(" ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]) if sys.argv else "")
     meta["gpu"] = meta.get("gpu_name") if device.type == "cuda" else None
     meta["date"] = meta.get("date_utc")
@@ -549,8 +547,8 @@ POISON_BIG_BITS = 0x7F7FBEEF  # a huge finite value (~3.39e38): would win any to
 def decode_bounds_table(context_lens, next_n: int) -> list[dict]:
     """Per row ``(b, n)``: the causal end from the ``(B,)`` layout and from the ``(B, next_n)`` layout
     describing the same bounds (:func:`dsa_lab.decode_row_ends` on both)."""
-    from .paged import context_lens_2d
-    from .producer import decode_row_ends
+    from ..paged import context_lens_2d
+    from ..producer import decode_row_ends
 
     ctx = torch.as_tensor(list(context_lens), dtype=torch.int32)
     e1 = decode_row_ends(ctx, next_n).tolist()
@@ -589,9 +587,9 @@ def poisoned_tail_experiment(batch: int = 2, next_n: int = 3, context_lens=(37, 
 
     Returns a dict of counts and booleans (deterministic for a seed).
     """
-    from . import producer
-    from .paged import random_decode_problem
-    from .select import select_candidate_blocks
+    from .. import producer
+    from ..paged import random_decode_problem
+    from ..select import select_candidate_blocks
 
     dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     # generated on the CPU (the same numbers on every machine), then moved to the device

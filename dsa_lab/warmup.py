@@ -1,0 +1,311 @@
+"""Compile every kernel variant before it is needed: ``dsa-lab warmup``.
+
+A compiled variant is chosen only by a kernel's constexprs, its launch options and its arguments' dtypes (never by
+a shape: :mod:`dsa_lab.dispatch`), so the set of variants a device can need is small and known.  This module
+finds it by *recording* the dispatch (:func:`dsa_lab.kernels.recording`) over a list of calls on ``meta`` tensors
+-- the same code path a real call runs, with nothing launched -- and then:
+
+* ``--dry-run`` prints the variants, one per line (no GPU needed);
+* on a GPU, compiles them all in parallel threads into Triton's on-disk cache (``TRITON_CACHE_DIR``; dsa_lab
+  points it at ``~/.cache/dsa_lab/triton`` unless it is set), so a later process's first call loads a compiled
+  kernel instead of compiling one;
+* ``--target sm_90|gfx950|gfx942`` compiles them for that target on the CPU (no GPU) and writes compile seconds,
+  registers, shared memory and spills per variant to a CSV.
+
+The calls: the decode grid (:func:`decode_calls`: every row count 1-640, k in {64, 512, 2048}, the select and the
+full stage, as the benchmark sweep runs them) and, for any other call, one representative of every bucket
+(:func:`warm_calls`: every hier k bucket, odd widths, the fused arm, block scores, flags).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import inspect
+import os
+import sys
+import time
+
+import torch
+
+H200 = {"sm_count": 132, "warp_size": 32, "name": "NVIDIA H200", "pdl": True}
+DECODE_WIDTH, DECODE_BLOCK = 262144, 8
+DECODE_K = (64, 512, 2048)
+MAX_ROWS = 640
+# one k per compiled bucket: hier KP 64 / 128 / 256 / 512, radix (k-independent)
+BUCKET_K = (64, 100, 200, 300, 2048)
+ODD_WIDTH = 1001  # a width whose rows are not 16-element aligned (the kernels' other alignment bucket)
+
+
+@dataclasses.dataclass(frozen=True)
+class Call:
+    """One public call: ``entry`` is ``select`` (:func:`dsa_lab.topk_select` over ``width`` columns), ``full``
+    (:func:`dsa_lab.select_candidate_blocks` with flags over ``width`` logits), ``starts`` (the same with
+    ``row_starts``), ``fused`` (the same, the fused arm),
+    ``scores`` (:func:`dsa_lab.block_scores`) or ``flags`` (:func:`dsa_lab.candidate_flags`)."""
+
+    entry: str
+    rows: int
+    width: int
+    k: int
+
+
+def decode_calls(max_rows: int = MAX_ROWS) -> list[Call]:
+    """The decode grid of the benchmark sweep: rows 1-640 (every count, not only the sweep's products), the
+    select stage over the padded 32768-block workspace and the full stage over 262144 logits, k in 64/512/2048."""
+    nb = DECODE_WIDTH // DECODE_BLOCK
+    return [Call(e, r, nb if e == "select" else DECODE_WIDTH, k)
+            for k in DECODE_K for e in ("select", "full") for r in range(1, max_rows + 1)]
+
+
+def warm_calls(max_rows: int = MAX_ROWS, *, fused: bool = False) -> list[Call]:
+    """Every bucket a call of the default arms can reach on one device: the decode grid, every k bucket at every row
+    count and at an odd width, public block scores and flags; ``fused``: also the ``triton_fused`` arm's."""
+    nb = DECODE_WIDTH // DECODE_BLOCK
+    calls = decode_calls(max_rows)
+    for k in BUCKET_K:
+        for r in range(1, max_rows + 1):
+            calls += [Call("select", r, nb, k), Call("full", r, DECODE_WIDTH, k), Call("select", r, ODD_WIDTH, k),
+                      Call("full", r, ODD_WIDTH, k), Call("starts", r, DECODE_WIDTH, k)]
+            if fused and k <= 256:
+                calls += [Call("fused", r, DECODE_WIDTH, k), Call("fused", r, ODD_WIDTH, k)]
+    calls += [Call("scores", 1, DECODE_WIDTH, 0), Call("flags", 1, DECODE_WIDTH, 64)]
+    return list(dict.fromkeys(calls))
+
+
+def record(call: Call, facts: dict = H200) -> list:
+    """The kernel launches ``call`` makes on a device with ``facts``, recorded on ``meta`` tensors."""
+    from . import dispatch
+    from .kernels import recording
+
+    meta = torch.device("meta")
+    r, w, k = call.rows, call.width, call.k
+    i32 = dict(dtype=torch.int32, device=meta)
+    with recording() as rec:
+        if call.entry == "select":
+            dispatch.topk_select_triton(torch.empty((r, w), device=meta), k, torch.empty((r,), **i32), 1,
+                                        facts=facts)
+        elif call.entry in ("full", "fused", "starts"):
+            dispatch.select_candidate_blocks_triton(torch.empty((r, w), device=meta), torch.empty((r,), **i32), k,
+                                                    torch.empty((r,), **i32) if call.entry == "starts" else None,
+                                                    DECODE_BLOCK, 1, fused=call.entry == "fused", with_flags=True,
+                                                    facts=facts)
+        elif call.entry == "scores":
+            dispatch.block_scores_triton(torch.empty((r, w), device=meta), torch.empty((r,), **i32), None,
+                                         DECODE_BLOCK, 1, facts=facts)
+        elif call.entry == "flags":
+            dispatch.candidate_flags_triton(torch.empty((r, k), **i32), w, None, DECODE_BLOCK, 1)
+        else:
+            raise ValueError(f"unknown entry {call.entry!r}")
+    return rec
+
+
+_OPTIONS = ("num_warps", "num_stages", "num_ctas", "launch_pdl", "maxnreg")
+
+
+def _params(kernel) -> list[tuple[str, bool]]:
+    """(name, is_constexpr) of a kernel's parameters."""
+    fn = getattr(kernel, "fn", kernel)
+    return [(n, "constexpr" in str(p.annotation)) for n, p in inspect.signature(fn).parameters.items()]
+
+
+def _arg_type(v) -> str:
+    if isinstance(v, torch.Tensor):
+        return "*" + {torch.float32: "fp32", torch.int32: "i32", torch.int64: "i64", torch.uint8: "u8",
+                      torch.float8_e4m3fn: "fp8e4nv"}.get(v.dtype, str(v.dtype).replace("torch.", ""))
+    if isinstance(v, bool):
+        return "i1"
+    if isinstance(v, int):
+        return "i32" if -2**31 <= v < 2**31 else "i64"
+    return type(v).__name__
+
+
+def parts(launch) -> tuple[str, dict, dict, dict]:
+    """``(name, signature, constexprs, options)`` of a recorded launch: what selects a compiled variant (pointers
+    assumed 16-byte aligned, as every tensor the dispatch allocates is)."""
+    params = _params(launch.kernel)
+    sig, cx = {}, {}
+    for (name, is_cx), v in zip(params, launch.args):
+        if is_cx:
+            cx[name] = v
+        else:
+            sig[name] = _arg_type(v)
+    for name, is_cx in params:
+        if name in launch.meta:
+            if is_cx:
+                cx[name] = launch.meta[name]
+        elif is_cx and name not in cx:
+            cx[name] = None  # a default (none of the kernels here has one)
+    opts = {key: launch.meta[key] for key in _OPTIONS if key in launch.meta}
+    name = getattr(getattr(launch.kernel, "fn", launch.kernel), "__name__", str(launch.kernel))
+    return name, sig, cx, opts
+
+
+def variant_key(launch) -> str:
+    """One line that names a compiled variant: kernel, constexprs, options, argument types."""
+    name, sig, cx, opts = parts(launch)
+    c = " ".join(f"{k}={int(v) if isinstance(v, bool) else v}" for k, v in cx.items())
+    o = " ".join(f"{k}={int(v) if isinstance(v, bool) else v}" for k, v in opts.items())
+    return f"{name} [{c}] [{o}] ({','.join(sig.values())})"
+
+
+def variants(calls, facts: dict = H200) -> dict:
+    """``{variant_key: (first launch, number of calls that use it)}`` over ``calls``, in first-use order."""
+    out: dict = {}
+    for call in calls:
+        for launch in record(call, facts):
+            key = variant_key(launch)
+            first, n = out.get(key, (launch, 0))
+            out[key] = (first, n + 1)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------- compiling
+TARGETS = {"sm_90": ("cuda", 90, 32), "gfx950": ("hip", "gfx950", 64), "gfx942": ("hip", "gfx942", 64)}
+
+
+def compile_for(launch, target: str):
+    """Compile a recorded launch for ``target`` (a key of :data:`TARGETS`) on the CPU: the ``CompiledKernel``."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    name, sig, cx, opts = parts(launch)
+    params = [n for n, _ in _params(launch.kernel)]
+    full_sig = {n: sig.get(n, "constexpr") for n in params}
+    attrs = {(params.index(n),): [["tt.divisibility", 16]] for n, t in sig.items() if t.startswith("*")}
+    backend = TARGETS[target]
+    options = {k: v for k, v in opts.items() if backend[0] == "cuda" or k not in ("launch_pdl", "maxnreg")}
+    src = ASTSource(launch.kernel, full_sig, constexprs={n: v for n, v in cx.items()}, attrs=attrs)
+    return triton.compile(src, target=GPUTarget(*backend), options=options)
+
+
+def resources(kernel, target: str) -> dict:
+    """Registers, spills and shared memory of a compiled kernel, read from its metadata / binary."""
+    md = kernel.metadata
+    out = {"shared": getattr(md, "shared", None)}
+    if target.startswith("gfx"):
+        import re
+
+        asm = kernel.asm.get("amdgcn", "")
+        for key, pat in (("vgpr", r"\.vgpr_count:\s+(\d+)"), ("sgpr", r"\.sgpr_count:\s+(\d+)"),
+                         ("agpr", r"\.agpr_count:\s+(\d+)"), ("vgpr_spill", r"\.vgpr_spill_count:\s+(\d+)"),
+                         ("sgpr_spill", r"\.sgpr_spill_count:\s+(\d+)"),
+                         ("scratch", r"\.private_segment_fixed_size:\s+(\d+)")):
+            m = re.search(pat, asm)
+            out[key] = int(m.group(1)) if m else None
+        return out
+    import re
+    import subprocess
+    import tempfile
+
+    import triton
+
+    tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+    if os.path.exists(tool):
+        with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+            f.write(kernel.asm["cubin"])
+            f.flush()
+            txt = subprocess.run([tool, "--dump-resource-usage", f.name], capture_output=True, text=True).stdout
+        got = {k: int(v) for k, v in re.findall(r"\b(REG|STACK|SHARED|LOCAL):(\d+)", txt)}
+        out.update(regs=got.get("REG"), local=got.get("LOCAL"), stack=got.get("STACK"))
+    return out
+
+
+def _mock(v):
+    return v.dtype if isinstance(v, torch.Tensor) else v  # JITFunction.warmup wraps dtypes into mock tensors
+
+
+def warm(variant_list, *, threads: int, progress: bool = True) -> list[tuple[str, float]]:
+    """Compile every launch of ``variant_list`` (``[(key, launch)]``) for the current GPU into Triton's caches,
+    ``threads`` at a time (Triton's asynchronous compile mode: the compiler releases the GIL); returns ``(key,
+    seconds until it was done)`` per variant."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    from triton.runtime._async_compile import AsyncCompileMode
+
+    t0 = time.perf_counter()
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(variant_list), unit="kernel", desc="compiling", file=sys.stderr)
+    done: list[tuple[str, float]] = []
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as ex, AsyncCompileMode(ex) as mode:
+        names = {}
+        for key, launch in variant_list:
+            n0 = len(mode.raw_futures)
+            launch.kernel.warmup(*map(_mock, launch.args), grid=launch.grid, **launch.meta)
+            for f in mode.raw_futures[n0:]:
+                names[f] = key
+        for f in as_completed(list(mode.raw_futures)):
+            f.result()
+            done.append((names.get(f, "?"), time.perf_counter() - t0))
+            if bar is not None:
+                bar.update(1)
+    if bar is not None:
+        bar.close()
+    return done
+
+
+# ------------------------------------------------------------------------------------------------------- CLI
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dry-run", action="store_true", help="list the variants, one per line (no GPU needed)")
+    p.add_argument("--decode-only", action="store_true", help="only the decode grid's variants")
+    p.add_argument("--fused", action="store_true", help="also the triton_fused arm's variants")
+    p.add_argument("--threads", type=int, default=os.cpu_count() or 4, help="parallel compile threads")
+    p.add_argument("--cache-dir", default=None,
+                   help="Triton cache directory (default: $TRITON_CACHE_DIR, else ~/.cache/dsa_lab/triton)")
+    p.add_argument("--target", choices=sorted(TARGETS), default=None,
+                   help="compile for this target on the CPU instead of the present GPU (no cache written)")
+    p.add_argument("--csv", default=None, help="with --target or on a GPU: write per-variant seconds (and resources)")
+
+
+def run(args) -> int:
+    if args.cache_dir:
+        os.environ["TRITON_CACHE_DIR"] = args.cache_dir
+    calls = decode_calls() if args.decode_only else warm_calls(fused=args.fused)
+    gpu = torch.cuda.is_available() and not args.dry_run and args.target is None
+    facts = H200
+    if gpu:
+        from ._impl import device_facts
+
+        facts = device_facts(torch.cuda.current_device())
+    t0 = time.perf_counter()
+    vs = variants(calls, facts)
+    t_list = time.perf_counter() - t0
+    if args.dry_run:
+        for key, (_, n) in vs.items():
+            print(key)
+        print(f"# {len(vs)} variants for {len(calls)} calls on {facts['name']} ({facts['sm_count']} SMs), "
+              f"listed in {t_list:.1f} s", file=sys.stderr)
+        return 0
+    rows = []
+    if args.target is not None:
+        from .kernels import hier  # noqa: F401  (decorate the kernels before timing)
+
+        items = list(vs.items())
+        for i, (key, (launch, n)) in enumerate(items):
+            t = time.perf_counter()
+            k = compile_for(launch, args.target)
+            dt = time.perf_counter() - t
+            res = resources(k, args.target)
+            rows.append({"variant": key, "calls": n, "compile_s": round(dt, 3), **res})
+            print(f"[{i + 1}/{len(items)}] {dt:6.1f} s  {res}  {key}", flush=True)
+    elif not gpu:
+        print("no CUDA GPU: nothing to compile into the cache (use --dry-run, or --target to compile on the CPU)",
+              file=sys.stderr)
+        return 2
+    else:
+        cache = os.environ["TRITON_CACHE_DIR"]  # (set by ``import dsa_lab`` unless the user set it)
+        print(f"compiling {len(vs)} variants into {cache} with {args.threads} threads", file=sys.stderr)
+        t = time.perf_counter()
+        done = warm([(key, launch) for key, (launch, _) in vs.items()], threads=args.threads)
+        print(f"{len(done)} variants in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+        rows = [{"variant": key, "done_s": round(s, 3)} for key, s in done]
+    if args.csv:
+        from .bench import data
+
+        os.makedirs(os.path.dirname(os.path.abspath(args.csv)), exist_ok=True)
+        for r in rows:
+            data.append_row(args.csv, r, list(rows[0]))
+    return 0
