@@ -308,4 +308,8 @@ def run(args) -> int:
         os.makedirs(os.path.dirname(os.path.abspath(args.csv)), exist_ok=True)
         for r in rows:
             data.append_row(args.csv, r, list(rows[0]))
+        data.save_meta(data.meta_path(args.csv), data.collect_metadata(
+            "dsa-lab warmup " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["warmup"] else sys.argv[1:]),
+            {"variants": len(vs), "calls": len(calls), "target": args.target or "gpu", "threads": args.threads,
+             "seconds": round(time.perf_counter() - t0, 1)}))
     return 0
