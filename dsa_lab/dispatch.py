@@ -30,11 +30,12 @@ stage-A keys                unfused: a super group's best word and its      640 
                             first column (no argmin)
 candidate blocks            unfused: bounded scores launch, then select;    unfused faster at 1-32 rows everywhere and
                             the fused kernel is the ``triton_fused`` arm    from 64K at every row count
-flags                       unfused hier: zeroed by the scores launch, set  640 x 4K 45 -> 19 µs; fused beyond 2 x SM
-                            by the select; radix / fused > 2 x SM rows:     rows the flags kernel was faster
-                            the flags kernel after
-stage A in the scores       at most SMs / 4 rows: the scores launch stores  1 x 256K full 14.5 -> 11.6 µs; lost at
-launch                      stage A's keys, the select runs B-D             160-640 rows
+flags                       unfused: zeroed by the scores launch, set by    640 x 4K 45 -> 19 µs (hier); fused beyond
+                            the hier select (radix: by the flags kernel);   2 x SM rows the flags kernel was faster;
+                            fused > 2 x SM rows: the flags kernel after     radix: one scores variant, not timed apart
+stage A in the scores       at most SMs / 4 rows (hier, k <= 256): the      1 x 256K full 14.5 -> 11.6 µs; lost at
+launch                      scores launch stores stage A's keys, the        160-640 rows
+                            select runs B-D
 dependent launch            the hier select launched as a programmatic      1-24 rows 0.4-0.8 µs faster; 32-320 rows
                             dependent of the scores launch (sm_90+); the    of 4K-16K lose up to 17% unless the
                             scores grid 16 x SM programs at SM/3-3 x SM      scores grid is 16 x SM
@@ -213,7 +214,7 @@ def _select(src, len_t, start_t, out, flags, n, width, k, rr, facts, *, blocks, 
     pl = _hier_plan(k, facts, over, bs=bs, rows=rows) if algo == "hier" else None
     if algo == "radix" or not hier_fits(pl, n):
         P = over.get("programs") or split_programs(rows, n, sm)
-        _radix.launch(src, len_t, start_t, out, n, width, k, rr, P=P, short=RADIX_SHORT if P > 1 else 0,
+        _radix.launch(src, len_t, start_t, out, n, width, k, rr, P=P, short=over.get("short", RADIX_SHORT if P > 1 else 0),
                       blocks=blocks, bs=bs)
         return False
     pl = _with_rows(pl, n, rows, facts, fused=False, programs=over.get("programs"))
@@ -236,8 +237,8 @@ def _aligned(scores: torch.Tensor) -> torch.Tensor:
 def topk_select_triton(scores, k, lengths=None, row_repeat=1, out=None, *, facts=None, over=None):
     """Triton arm of :func:`dsa_lab.topk_select` (arguments checked there): int32 ``[rows, k]``, every slot written
     (the selected column ids, ``-1`` tail).  Columns at or past a row's length are never loaded.  ``over``: test
-    hooks that force a path at small sizes (``algo``, ``programs``, ``group``, ``direct``, ``l1p``, ``fast``;
-    candidate blocks also ``a_done``)."""
+    hooks that force a path at small sizes (``algo``, ``programs``, ``group``, ``direct``, ``l1p``, ``fast``,
+    ``short``; candidate blocks also ``a_done``)."""
     rows, n = scores.shape
     if out is None:
         out = torch.empty((rows, k), dtype=torch.int32, device=scores.device)
@@ -295,14 +296,16 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
     pl = _hier_plan(k, facts, over, bs=bs, rows=rows) if algo == "hier" else None
     if algo == "radix" or not hier_fits(pl, nblocks):
         _scores.launch(logits, row_ends, row_starts, sc, bs, row_repeat,
-                       _scores.programs_per_row(rows, nblocks, bs, sm, SCORES_MULT), fill_dead=False, ld=pdl)
+                       _scores.programs_per_row(rows, nblocks, bs, sm, SCORES_MULT), fill_dead=False,
+                       zero_flags=flags, ld=pdl)
         _select(sc, row_ends, row_starts, out, None, nblocks, width, k, row_repeat, facts, blocks=True, bs=bs,
                 over=dict(over, algo="radix"))
         if flags is not None:
-            _flags.fill_flags(out, flags, width, row_starts, bs, row_repeat)
+            _flags.fill_flags(out, flags, width, row_starts, bs, row_repeat, zeroed=True)
         return (out, flags) if with_flags else out
     S = pl["G1"] * pl["G2"]
-    a_done = over.get("a_done", rows * 4 <= sm and "programs" not in over) and _scores.tile_blocks(bs) % S == 0
+    a_done = (over.get("a_done", rows * 4 <= sm and "programs" not in over and not pl["RSEL"])
+              and _scores.tile_blocks(bs) % S == 0)
     pl = _with_rows(pl, nblocks, rows, facts, fused=False, programs=1 if a_done else over.get("programs"))
     ws = _workspace(rows * pl["wrow"], dev)
     mult = 16 if pdl and sm <= 3 * rows <= 9 * sm else SCORES_MULT

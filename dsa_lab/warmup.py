@@ -19,6 +19,7 @@ full stage, as the benchmark sweep runs them) and, for any other call, one repre
 from __future__ import annotations
 
 import argparse
+import atexit
 import dataclasses
 import inspect
 import os
@@ -260,7 +261,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache-dir", default=None,
                    help="Triton cache directory (default: $TRITON_CACHE_DIR, else ~/.cache/dsa_lab/triton)")
     p.add_argument("--target", choices=sorted(TARGETS), default=None,
-                   help="compile for this target on the CPU instead of the present GPU (no cache written)")
+                   help="compile for this target on the CPU instead of the present GPU (each variant cold: a fresh "
+                        "temporary cache unless --cache-dir)")
     p.add_argument("--csv", default=None, help="with --target or on a GPU: write per-variant seconds (and resources)")
 
 
@@ -286,6 +288,14 @@ def run(args) -> int:
     rows = []
     if args.target is not None:
         from .kernels import hier  # noqa: F401  (decorate the kernels before timing)
+
+        if not args.cache_dir:  # a cold compile each: a fresh cache, removed afterwards
+            import shutil
+            import tempfile
+
+            tmp = tempfile.mkdtemp(prefix="dsa_lab_target_")
+            os.environ["TRITON_CACHE_DIR"] = tmp
+            atexit.register(shutil.rmtree, tmp, True)
 
         items = list(vs.items())
         for i, (key, (launch, n)) in enumerate(items):

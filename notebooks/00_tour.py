@@ -25,7 +25,7 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before dsa_lab (and its kernels) are imported
 
 import dsa_lab
-from dsa_lab import proofs, viz
+from dsa_lab.workbook import proofs, viz
 
 viz.setup("none")
 print(viz.backend_banner())

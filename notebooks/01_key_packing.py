@@ -21,7 +21,8 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")  # before dsa_lab is imported
 
 import dsa_lab
-from dsa_lab import keys, proofs, viz
+from dsa_lab import keys
+from dsa_lab.workbook import proofs, viz
 
 viz.setup("none")
 print(viz.backend_banner())
@@ -106,7 +107,7 @@ except ValueError as e:
 # ## Try it: every bit field of a key
 #
 # Type a score (`1.5`, `-0.0`, `nan`, `-inf`, or a bit pattern such as `0x7FC00001`) and an index. The callback is
-# `dsa_lab.viz.key_fields` (tested in `tests/test_viz.py`). Red: the high word (ordered score); blue: the low word
+# `dsa_lab.workbook.viz.key_fields` (tested in `tests/test_viz.py`). Red: the high word (ordered score); blue: the low word
 # (inverted index).
 
 # %%

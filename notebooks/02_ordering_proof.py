@@ -16,7 +16,7 @@
 # 4. `lo = 2^32 - 1 - index` reverses the index order, so equal `hi` → smaller index wins.
 #
 # **Check by machine.** The proof's steps are facts about bit patterns, so we check them on *all* of them
-# (`dsa_lab.proofs`): enumerate the non-NaN float32 values in contract order **by construction** (negative patterns
+# (`dsa_lab.workbook.proofs`): enumerate the non-NaN float32 values in contract order **by construction** (negative patterns
 # from `-inf` down to `-0.0`, then positive from `+0.0` up to `+inf`), and for every adjacent pair check that the
 # hardware float comparison agrees (`a < b`, or `-0.0` then `+0.0`), that `ordered` strictly increases, and that
 # the key with the most favourable index (0) for the lower value is still below the key with the least favourable
@@ -34,7 +34,7 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")  # before dsa_lab is imported
 
 import dsa_lab
-from dsa_lab import proofs, viz
+from dsa_lab.workbook import proofs, viz
 
 viz.setup("none")
 print(viz.backend_banner())
@@ -59,7 +59,7 @@ print("first violations:", res["first_violations"])
 # ## 2 · All 2^32 patterns, here and now
 #
 # On a GPU this cell checks every pattern in seconds. On a CPU it runs the same chunks for 10 s and says how far it
-# got (the complete CPU run takes ~15–20 minutes on 2 cores: `python -m dsa_lab.proofs --device cpu`).
+# got (the complete CPU run takes ~15–20 minutes on 2 cores: `python -m dsa_lab.workbook.proofs --device cpu`).
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -70,7 +70,7 @@ print(proofs.summarize_record(live, "(this run, not saved)"))
 # %% [markdown]
 # ## 3 · The recorded full check on the H200
 #
-# `python -m dsa_lab.proofs --device cuda --out data/h200/key_order_exhaustive.json` (record format in
+# `python -m dsa_lab.workbook.proofs --device cuda --out data/h200/key_order_exhaustive.json` (record format in
 # `dsa_lab/proofs.py`).
 
 # %%

@@ -17,7 +17,7 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")  # before dsa_lab is imported
 
 import dsa_lab
-from dsa_lab import proofs, viz
+from dsa_lab.workbook import proofs, viz
 
 viz.setup("none")
 print(viz.backend_banner())
@@ -86,7 +86,7 @@ print(proofs.format_table(viz.speedup_rows(sweep[0], baseline="torch_live")) if 
 # On a GPU the widget runs `topk_select` live (torch, torch on the live slice, triton) on a random
 # `[rows, 32768]` workspace with every row's length set by the context. Without a GPU it runs the arms at 1/64
 # scale under the interpreter, checks them against the exact reference, and shows the nearest recorded timings —
-# the title says which. The callback is `dsa_lab.viz.extent_point` (tested).
+# the title says which. The callback is `dsa_lab.workbook.viz.extent_point` (tested).
 
 # %%
 # NBVAL_IGNORE_OUTPUT

@@ -18,7 +18,7 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")  # before dsa_lab is imported
 
 import dsa_lab
-from dsa_lab import proofs, viz
+from dsa_lab.workbook import proofs, viz
 
 viz.setup("none")
 print(viz.backend_banner())
@@ -29,7 +29,7 @@ print(viz.record_status(sweep))
 # %% [markdown]
 # ## The rule: the grid from shapes and the SM count, the split from the live extent
 #
-# `dsa_lab.select_triton.plan` fixes the launch from **shapes and the SM count only**, so a call captures in a
+# `dsa_lab.dispatch` fixes the launch from **shapes and the SM count only**, so a call captures in a
 # CUDA graph and a replay with other lengths stays exact: about `2 × SMs` programs in all (`P ≈ 2·SMs // rows`
 # per row), capped so that every program has enough columns to stream. Each program then reads its row's live
 # extent **on the device**: a short row is handled by one program with no merge, and only a long row spreads
@@ -38,13 +38,14 @@ print(viz.record_status(sweep))
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-from dsa_lab import select_triton
+from dsa_lab.kernels import hier
 
-print(select_triton.__doc__)
+print(hier.__doc__)
 
 # %% [markdown]
-# The plan for an H200 (132 SMs, or the SM count of the recorded run) at k = 64 and k = 2048, over a 32768-block
-# workspace — deterministic, compared by nbval:
+# What a select launches on an H200 (132 SMs, or the SM count of the recorded run) at k = 64 and k = 2048, over a
+# 32768-block workspace: each kernel, its grid and programs per row, and the constexprs that pick its compiled
+# variant (the same at every row count) — deterministic, compared by nbval:
 
 # %%
 sm = (sweep[1] or {}).get("sm_count") or 132
@@ -72,7 +73,7 @@ viz.time_vs_rows_figure(*sweep, context=262144)
 # ## Tile choice vs context
 #
 # The seed's own open point (MI355X, transcribed): a 1024-wide tile helps 64K context but hurts 4K. The default
-# kernel for k <= 512 ("hier", `dsa_lab.select_triton`) has no single tile to choose: a row of at most 512 live columns
+# kernel for k <= 512 ("hier", `dsa_lab.kernels.hier`) has no single tile to choose: a row of at most 512 live columns
 # takes one direct 512-key top-k (short contexts pay for nothing wider), longer rows are streamed in super groups
 # (64 columns at k <= 64) by programs that each take at least 1024 columns, split from the row's live extent on the
 # device, and the last program ranks group maxima (three 512-key top-k whatever the context). Its cost is set by
@@ -88,7 +89,7 @@ print(proofs.format_table(tile_note[0]) if tile_note[0] else "NO RECORD")
 # ## Large k: when sorting stops paying
 #
 # At k = 2048 the hier kernel's groups shrink to 2 x 2 and its last stage is one program running a bitonic top-k
-# over up to 8192 keys: the first recorded sweep had it *slower* than `torch.topk` at 64K and 256K context. A radix select (`dsa_lab.select_radix_triton`) finds the k-th key digit by digit from histograms and never
+# over up to 8192 keys: the first recorded sweep had it *slower* than `torch.topk` at 64K and 256K context. A radix select (`dsa_lab.kernels.radix`) finds the k-th key digit by digit from histograms and never
 # sorts. The first dev run on the H200 timed it beside the default kernel and torch on the sweep's inputs (every
 # output checked against the exact reference first); best of its two tile sizes:
 
@@ -103,7 +104,7 @@ print(proofs.format_table(viz.radix_dev_rows(radix[0])) if radix[0] else "NO REC
 # row split over programs (two launches). The compacting and split forms win on continuous values at 256K, but
 # when values tie or share their top digit (`equal`, `shifted`: a list as long as the row) they lose up to 2x —
 # and a dispatch rule sees shapes, not values. So `impl="triton"` took **`r30` for k > 512**
-# (`select_triton.RADIX_MIN_KP = 1024`) and hier below, where hier won at 4K and 256K and tied at 64K (k = 512).
+# (`dispatch.RADIX_MIN_KP = 1024`) and hier below, where hier won at 4K and 256K and tied at 64K (k = 512).
 
 # %%
 tuneA = viz.load_records("tune_dev/tune_dev_A")
@@ -125,7 +126,7 @@ if tuneF[0]:
     print(proofs.format_table(viz.variant_rows(tuneF[0], ["torch", "hier", "rsel", "r30", "r33"], dist="normal")))
 
 # %% [markdown]
-# So the dispatch (`select_triton.plan`) became, from shapes only: for k > 512, and for k = 257-512 when the call
+# So the dispatch (`dsa_lab.dispatch`) became, from shapes only: for k > 512, and for k = 257-512 when the call
 # has fewer rows than SMs, the radix select — **split over programs (v3.4)** when the plan gives several programs
 # per row, where a row of at most `RADIX_SHORT` live columns (read on the device) is selected whole by one program in
 # the first launch and skipped by the others; v3.0 otherwise. Section H timed that default against v3.0: the long
@@ -284,7 +285,7 @@ if tuneO[0]:
 #
 # * the bounded scores kernel launched one program per 512-block tile of the **padded** width: at 640 rows of a
 #   262144-wide tensor that is 40,960 programs, 40,320 of them idle at 4K context. Now about 32 x SM programs in all
-#   stride over each row's tiles (`scores_triton.SCORES_PROGRAMS`): 640 x 4K full stage 44.7 → 19 µs. At 256K, where
+#   stride over each row's tiles (`dispatch.SCORES_MULT`): 640 x 4K full stage 44.7 → 19 µs. At 256K, where
 #   every tile is live, fewer programs stream a little worse (640 rows 272 → 289 µs in the sweep);
 # * the select kernel's one program per row zeroed all `n + 1` flag bytes before its chain, one byte per lane; the
 #   unfused composition now has the scores launch's many programs zero them (`UNFUSED_FLAGS_IN_SCORES`), and the
@@ -394,7 +395,7 @@ if tuneU[0]:
 # launches without it. On by the rule (v2.10) and re-recorded whole at 790c635 — the sweep above is of these kernels.
 # Recorded, against 3e42133: full 1 row 5.3 / 7.2 / 11.8 / 11.7 → 4.6 / 6.5 / 11.3 / 11.1 µs; the full-stage medians
 # 12.9x / 9.6x / 5.7x → 13.3x / 9.8x / 5.7x; the select stage did not move. Section AM then tried the whole unfused
-# composition as one launch (`tail`: each row's last scores program selects the row, `dsa_lab/tail_triton.py`): it
+# composition as one launch (`tail`: each row's last scores program selects the row, deleted since; its record stays): it
 # lost at every point, 1.1-2x (the one kernel's 100-113 registers at 8 warps leave 2 programs per SM resident).
 #
 # Eighteenth to twentieth sessions: the last Triton-side levers, each measured and left off.
@@ -466,7 +467,7 @@ if bound[0]:
 # The recorded sweep, final kernels: the fused arm's time over the default (unfused) arm's, per context.
 
 # %%
-from dsa_lab import report
+from dsa_lab.bench import report
 
 print(viz.record_label(sweep[1], sweep[2]) if sweep[0] else "NO RECORD")
 print(report.fused_table(report.index(sweep[0])) if sweep[0] else "NO RECORD")
@@ -475,7 +476,7 @@ print(report.fused_table(report.index(sweep[0])) if sweep[0] else "NO RECORD")
 # ## The latency floor of one row
 #
 # At one row the select kernel is a chain of dependent steps, not a stream. `scripts/gpu_latency_ladder.py` times
-# the chain's own steps alone (`dsa_lab.latency_triton`: one program per launch, each stage's load depending on the
+# the chain's own steps alone (`dsa_lab.bench.latency`: one program per launch, each stage's load depending on the
 # previous stage's top-k, every output checked against `torch.topk`), beside the 1-row select in the same process.
 # The `640 programs` cases run the same chain in 640 programs at once (one per row, as the hier kernel runs it
 # beyond the SM count): the chain's throughput at the 640 x 256K point, set beside that point's bytes floor.

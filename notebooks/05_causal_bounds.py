@@ -16,7 +16,7 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")  # before dsa_lab is imported
 
 import dsa_lab
-from dsa_lab import proofs, viz
+from dsa_lab.workbook import proofs, viz
 
 viz.setup("none")
 print(viz.backend_banner())

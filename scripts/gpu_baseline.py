@@ -38,7 +38,7 @@ def env():
 
 
 def exhaustive():
-    from dsa_lab import proofs
+    from dsa_lab.workbook import proofs
 
     rec = proofs.exhaustive_key_order_check("cuda", progress=False)
     print(proofs.summarize_record(rec))
@@ -48,7 +48,7 @@ def exhaustive():
 def torch_agreement():
     import argparse
 
-    from dsa_lab import verify
+    from dsa_lab.bench import verify
 
     p = argparse.ArgumentParser()
     verify.add_arguments(p)
@@ -57,7 +57,7 @@ def torch_agreement():
 
 
 def ceilings():
-    from dsa_lab import bench
+    from dsa_lab.bench import timing as bench
 
     c = bench.measure_ceilings()
     print(c)

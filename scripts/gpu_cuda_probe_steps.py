@@ -105,10 +105,10 @@ def main():
     ap.add_argument("--sections", default="cta,cluster", help="which to run: cta (one-CTA steps), cluster")
     ap.add_argument("--cta-q", action="store_true", help="cluster section: the -DCTA_Q=1 builds (cluster_floor_q.csv)")
     a = ap.parse_args()
-    from dsa_lab import bench, data
+    from dsa_lab.bench import timing as bench, data
     from dsa_lab.select import topk_select
-    from dsa_lab.sweep import MML, Point, select_stage_inputs
-    from dsa_lab.verify import compare
+    from dsa_lab.bench.sweep import MML, Point, select_stage_inputs
+    from dsa_lab.bench.verify import compare
 
     os.makedirs(a.out, exist_ok=True)
     drv, log = _Driver(), []

@@ -8,9 +8,9 @@ design on Triton or of the GPU is the open question, and this probe answers it b
 ``scripts/cuda/topk_row_cta.cu`` (its header explains the algorithm) uses what Triton does not expose: shared
 memory, warp shuffles and ballots, block barriers.  It is built here with ``nvcc -cubin`` for the device's own
 architecture, loaded through the driver API (ctypes, ``libcuda``) and launched on torch's current stream, so
-``dsa_lab.bench.time_cuda_graph`` captures and times it like every other arm.  It is not part of the package.
+``dsa_lab.bench.timing.time_cuda_graph`` captures and times it like every other arm.  It is not part of the package.
 
-Arms (select stage, k = 64, the sweep's inputs ``dsa_lab.sweep.select_stage_inputs``):
+Arms (select stage, k = 64, the sweep's inputs ``dsa_lab.bench.sweep.select_stage_inputs``):
 
 * ``torch``: the sweep's before-arm (``torch.topk`` over the padded width, stored); ``triton``: the package's default.
 * ``cuda``: 1024 threads x 32 columns, any row up to 32768 scores (every context; lengths read on the device).
@@ -188,10 +188,10 @@ def main():
     ap.add_argument("--max-s", type=float, default=240.0)
     ap.add_argument("--check-only", action="store_true")
     a = ap.parse_args()
-    from dsa_lab import bench, data
+    from dsa_lab.bench import timing as bench, data
     from dsa_lab.select import topk_select
-    from dsa_lab.sweep import MML, Point, select_stage_inputs, torch_topk_store
-    from dsa_lab.verify import POISON, compare
+    from dsa_lab.bench.sweep import MML, Point, select_stage_inputs, torch_topk_store
+    from dsa_lab.bench.verify import POISON, compare
 
     t0 = time.time()
     os.makedirs(a.out, exist_ok=True)
@@ -302,7 +302,7 @@ def main():
     f.close()
     meta = data.collect_metadata(" ".join(["python3"] + sys.argv), {
         "points_done": done, "points_planned": len(pts), "failing_variants": bad, "builds": log,
-        "timing": "cuda graph (dsa_lab.bench.time_cuda_graph, rep 10 ms)",
+        "timing": "cuda graph (dsa_lab.bench.timing.time_cuda_graph, rep 10 ms)",
         "note": "probe: a CUDA C++ one-CTA-per-row select beside the Triton default; not the recorded sweep"})
     with open(os.path.join(a.out, "cuda_probe.meta.json"), "w") as fm:
         json.dump(meta, fm, indent=1)

@@ -20,7 +20,7 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-from dsa_lab import data  # noqa: E402
+from dsa_lab.bench import data  # noqa: E402
 from dsa_lab.keys import from_ordered_hi, ordered_hi  # noqa: E402
 
 BLOCKS = {

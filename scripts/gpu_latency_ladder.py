@@ -2,11 +2,11 @@
 
     DSA_LAB_COMMIT=... python3 scripts/gpu_latency_ladder.py OUT.csv
 
-Times every case of :data:`dsa_lab.latency_triton.LADDER_CASES` (one program per launch) and
-:data:`~dsa_lab.latency_triton.THROUGHPUT_CASES` (640 programs: the chain's throughput), 8 and 4 warps, each
+Times every case of :data:`dsa_lab.bench.latency.LADDER_CASES` (one program per launch) and
+:data:`~dsa_lab.bench.latency.THROUGHPUT_CASES` (640 programs: the chain's throughput), 8 and 4 warps, each
 output checked against ``torch.topk`` first, and, in the same process, the default ``impl="triton"`` select and
 ``torch.topk`` at 1 row, k = 64, at each sweep context (the sweep's inputs, ids checked against the reference).
-CUDA-graph timing (:func:`dsa_lab.bench.time_cuda_graph`).  Writes OUT.csv and OUT.meta.json.
+CUDA-graph timing (:func:`dsa_lab.bench.timing.time_cuda_graph`).  Writes OUT.csv and OUT.meta.json.
 """
 import os
 import sys
@@ -16,11 +16,11 @@ sys.path.insert(0, ROOT)
 
 import torch  # noqa: E402
 
-from dsa_lab import bench, data  # noqa: E402
-from dsa_lab.latency_triton import LADDER_CASES, THROUGHPUT_CASES, ladder  # noqa: E402
+from dsa_lab.bench import data, timing as bench  # noqa: E402
+from dsa_lab.bench.latency import LADDER_CASES, THROUGHPUT_CASES, ladder  # noqa: E402
 from dsa_lab.select import topk_select  # noqa: E402
-from dsa_lab.sweep import MML, Point, select_stage_inputs, torch_topk_store  # noqa: E402
-from dsa_lab.verify import compare  # noqa: E402
+from dsa_lab.bench.sweep import MML, Point, select_stage_inputs, torch_topk_store  # noqa: E402
+from dsa_lab.bench.verify import compare  # noqa: E402
 
 COLUMNS = ["what", "case", "n", "k", "stages", "num_warps", "rows", "context", "median_us", "p10_us", "p90_us", "check",
            "timing", "commit"]
@@ -31,7 +31,7 @@ def main(out_csv):
         os.remove(out_csv)
 
     meta = data.collect_metadata(" ".join(["python3"] + sys.argv), {
-        "timing": "cuda graph (dsa_lab.bench.time_cuda_graph, rep 10 ms)",
+        "timing": "cuda graph (dsa_lab.bench.timing.time_cuda_graph, rep 10 ms)",
         "note": "one program per ladder launch; each ladder output checked against torch.topk before timing"})
     tag = {"timing": bench.CUDA_GRAPH_LABEL, "commit": str(meta.get("commit") or "")[:12]}
 

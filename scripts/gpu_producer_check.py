@@ -38,7 +38,7 @@ import triton.language as tl  # noqa: E402
 from triton.testing import do_bench_cudagraph  # noqa: E402
 
 from dsa_lab import paged, producer  # noqa: E402
-from dsa_lab.producer_triton import default_config, e4m3fn_decode_triton, paged_mqa_logits_triton  # noqa: E402
+from dsa_lab.kernels.producer import default_config, e4m3fn_decode_triton, paged_mqa_logits_triton  # noqa: E402
 
 OUT = os.environ.get("OUT", os.path.join(ROOT, "build", "gpu_producer"))
 os.makedirs(OUT, exist_ok=True)

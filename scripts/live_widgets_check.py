@@ -8,7 +8,9 @@ import sys
 
 import torch
 
-from dsa_lab import data, viz
+from dsa_lab.bench import data
+
+from dsa_lab.workbook import viz
 
 assert torch.cuda.is_available(), "live mode needs a GPU"
 points = []

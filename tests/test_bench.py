@@ -1,8 +1,8 @@
-"""dsa_lab.bench: timing summaries, the bytes model, roofline placement, ceilings (labelled without a GPU)."""
+"""dsa_lab.bench.timing: timing summaries, the bytes model, roofline placement, ceilings (labelled without a GPU)."""
 import pytest
 import torch
 
-from dsa_lab import bench
+from dsa_lab.bench import timing as bench
 
 
 def test_summarize_quantiles():
@@ -78,7 +78,8 @@ def test_cuda_graph_timing_and_ceilings_on_gpu():
 @pytest.mark.gpu
 def test_sweep_smoke_on_gpu(tmp_path):
     """A handful of real points through `dsa-lab sweep` on the GPU: graph timing, checks, roofline columns."""
-    from dsa_lab import cli, data
+    from dsa_lab import cli
+    from dsa_lab.bench import data
 
     rc = cli.main(["sweep", "--suite", "select,full", "--contexts", "4096", "--concurrency", "1,32", "--next-n", "1",
                    "--k", "64", "--dists", "normal", "--out", str(tmp_path), "--no-progress", "--seed", "1"])

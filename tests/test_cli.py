@@ -4,8 +4,10 @@ import sys
 
 import pytest
 
-from dsa_lab import cli, verify
-from dsa_lab.shapes import MATRIX, make_inputs
+from dsa_lab import cli
+
+from dsa_lab.bench import verify
+from dsa_lab.bench.shapes import MATRIX, make_inputs
 
 
 def test_help_lists_subcommands(capsys):

@@ -1,4 +1,4 @@
-"""dsa_lab.data: slugs, metadata, atomic CSV appends, loading."""
+"""dsa_lab.bench.data: slugs, metadata, atomic CSV appends, loading."""
 import json
 import multiprocessing as mp
 import os
@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from dsa_lab import data
+from dsa_lab.bench import data
 
 
 @pytest.mark.parametrize(
@@ -75,7 +75,7 @@ def test_commit_column_stays_text(tmp_path):
     """A short commit hash that reads as a number (3e42133 is float inf, 0123456 an int without its zero) stays the
     text it was, in the package's loader and through the notebooks' (``viz.load_records``); other columns still
     convert."""
-    from dsa_lab import viz
+    from dsa_lab.workbook import viz
 
     p = tmp_path / "h200" / "r.csv"
     p.parent.mkdir()

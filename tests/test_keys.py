@@ -11,7 +11,7 @@ import torch
 
 import dsa_lab
 from dsa_lab import keys
-from dsa_lab import keys_triton as kt
+from dsa_lab.kernels import common as kt
 import triton
 import triton.language as tl
 

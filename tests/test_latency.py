@@ -1,9 +1,9 @@
-"""Latency ladder kernels (dsa_lab.latency_triton): every case's output against torch.topk (CPU: the interpreter,
+"""Latency ladder kernels (dsa_lab.bench.latency): every case's output against torch.topk (CPU: the interpreter,
 small cases; no timing), input errors, and the report table built from a recorded-format CSV."""
 import pytest
 import torch
 
-from dsa_lab import latency_triton as lt
+from dsa_lab.bench import latency as lt
 
 
 def test_ladder_cases_check_against_torch(device, fresh_seed):
@@ -39,8 +39,8 @@ def test_chain_topk_bad_input():
 def test_report_latency_section_from_a_recorded_format_csv(tmp_path):
     """The report's latency section reads the script's CSV format: one column per num_warps, the 1-row select table
     and the floor sentence; no CSV, no section.  (Format only: the times here come from a stub timer.)"""
-    from dsa_lab import data, report
-    from dsa_lab.bench import Timing
+    from dsa_lab.bench import data, report
+    from dsa_lab.bench.timing import Timing
 
     path = tmp_path / "latency_ladder.csv"
     assert report.latency_section([], {}, path, "###") == ""

@@ -1,11 +1,11 @@
-"""The named correctness matrix (dsa_lab.shapes.MATRIX) through the Triton arm: interpreter-sized on the CPU,
+"""The named correctness matrix (dsa_lab.bench.shapes.MATRIX) through the Triton arm: interpreter-sized on the CPU,
 full-sized under the `gpu` marker.  Fresh inputs each run (the seed is printed on failure); outputs are
 poisoned before the call and every slot of every row is compared with the exact reference."""
 import pytest
 import torch
 
-from dsa_lab import verify
-from dsa_lab.shapes import MATRIX
+from dsa_lab.bench import verify
+from dsa_lab.bench.shapes import MATRIX
 
 SCALE = "gpu" if torch.cuda.is_available() else "cpu"
 

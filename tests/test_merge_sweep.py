@@ -1,10 +1,11 @@
-"""scripts/merge_sweep_runs.py: runs of one commit over an older record; a point keeps all its arms from one run."""
+"""scripts/merge_sweep_runs.py: runs over an older record; a point keeps all its arms from one run, or (``--arms``)
+only the named arms are replaced."""
 import csv
 import importlib.util
 import json
 import os
 
-from dsa_lab import data, sweep
+from dsa_lab.bench import data, sweep
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -47,5 +48,29 @@ def test_merge_keeps_whole_points(tmp_path):
     assert by[("select", "65536", "triton")] == "old" and ("full", "4096", "triton") not in by  # stage filter
     assert len(rows) == 6
     m = json.load(open(out / "select_sweep.meta.json"))
-    assert m["rows_by_commit"] == {"new": 2, "old": 4} and m["merge_note"] == "test"
-    assert m["runs"][0]["points_kept"] == 1 and "merge_sweep_runs.py" in m["command"]
+    assert m["rows_per_commit"] == {"new": 2, "old": 4} and m["merged"] == "test"
+    assert m["runs"][0]["units_kept"] == 1 and "merge_sweep_runs.py" in m["command"]
+
+
+def test_merge_arms_replaces_only_those_arms(tmp_path):
+    old = tmp_path / "old.csv"
+    for ctx in (4096, 16384):
+        for arm in ("torch", "triton"):
+            data.append_row(old, _row(arm, "select", ctx, 10.0, "old"), sweep.SELECT_COLUMNS)
+    (tmp_path / "old.meta.json").write_text(json.dumps({"commit": "old", "ceilings": {"stream_gbps": 2.0},
+                                                        "runs": [{"commit": "old"}]}))
+    run = tmp_path / "r1"
+    run.mkdir()
+    data.append_row(run / "select_sweep.csv", _row("triton", "select", 4096, 5.0, "new"), sweep.SELECT_COLUMNS)
+    (run / "select_sweep.meta.json").write_text(json.dumps({"commit": "new", "ceilings": {"stream_gbps": 1.0},
+                                                            "torch": "9", "runs": [{"commit": "new"}]}))
+    out = tmp_path / "out"
+    out.mkdir()
+    _merge()(["--arms", "triton", "--note", "n", str(old), str(out), str(run)])
+    rows = list(csv.DictReader(open(out / "select_sweep.csv")))
+    by = {(r["context"], r["arm"]): r["commit"] for r in rows}
+    assert by == {("4096", "torch"): "old", ("4096", "triton"): "new", ("16384", "torch"): "old",
+                  ("16384", "triton"): "old"}
+    m = json.load(open(out / "select_sweep.meta.json"))
+    assert m["ceilings"] == {"stream_gbps": 2.0} and m["torch"] == "9" and m["merged"] == "n"
+    assert [r["commit"] for r in m["runs"]] == ["old", "new"] and m["rows_per_commit"] == {"new": 1, "old": 3}

@@ -187,14 +187,7 @@ def test_prefill_unnecessary_for_bounded_selection(sanitize, device, fresh_seed)
         paged_mqa_logits(*args, out=out)
         if sanitize:
             sanitize_decode_logits(out, ends)
-    impls = ["reference", "torch"]
-    try:
-        import dsa_lab.select_triton  # noqa: F401  (written by the selection issue)
-
-        impls.append("triton")
-    except ImportError:
-        pass
-    for impl in impls:
+    for impl in ("reference", "torch", "triton"):
         a = dsa_lab.select_candidate_blocks(poisoned, ends, k, block_size=bs, impl=impl)
         b = dsa_lab.select_candidate_blocks(prefilled, ends, k, block_size=bs, impl=impl)
         assert torch.equal(a.sort(dim=1).values, b.sort(dim=1).values), impl
@@ -423,13 +416,13 @@ def test_gpu_cuda_graph_capture():
     "config",
     [
         {"BLOCK_T": 16, "HOIST_Q": False},
-        {"BLOCK_T": 64, "Q_IS_A": True},
-        {"BLOCK_T": 128, "HOIST_Q": False, "Q_IS_A": True, "NUM_STAGES": 2},
+        {"BLOCK_T": 64},
+        {"BLOCK_T": 128, "HOIST_Q": False, "NUM_STAGES": 2},
     ],
 )
 def test_kernel_variants(config, device, fresh_seed):
     """Every launch variant the GPU sweep may pick gives the same window (tiles smaller/larger than block_kv)."""
-    from dsa_lab.producer_triton import paged_mqa_logits_triton
+    from dsa_lab.kernels.producer import paged_mqa_logits_triton
 
     B, N, width = 2, 3, 384
     p = paged.random_decode_problem(B, N, [300, 45], num_heads=16, block_kv=64, max_model_len=width,

@@ -1,10 +1,12 @@
-"""dsa_lab.proofs: the key-order checks find nothing on the real keys and catch a broken layout."""
+"""dsa_lab.workbook.proofs: the key-order checks find nothing on the real keys and catch a broken layout."""
 import json
 
 import pytest
 import torch
 
-from dsa_lab import keys, proofs
+from dsa_lab import keys
+
+from dsa_lab.workbook import proofs
 
 
 def test_enumeration_counts():

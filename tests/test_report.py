@@ -1,7 +1,9 @@
 """`dsa-lab report`: tables and target verdicts from a synthetic GPU-like record; README rewriting."""
 import pytest
 
-from dsa_lab import cli, data, report, sweep
+from dsa_lab import cli
+
+from dsa_lab.bench import data, report, sweep
 
 CONTEXTS = (4096, 16384, 65536, 262144)
 
@@ -205,3 +207,18 @@ def test_full_targets_show_the_select_stage_bound():
     assert t["full: median speedup over torch at 4K ≥ 15x"][2] == "**met**"  # 30x
     note = report.bound_note(idx)
     assert "16K 1.20x" in note and "4K" not in note.replace("16K", "")
+
+
+def test_compile_section_counts_variants_and_splits_cold_calls():
+    warm = [{"variant": "_hier_kernel [KP=64] (*fp32)", "done_s": 40.0},
+            {"variant": "_hier_kernel [KP=512] (*fp32)", "done_s": 60.5},
+            {"variant": "_flags_kernel [BS=8] (*i32)", "done_s": 2.0}]
+    cold = [{"first_call_ms": 900.0, "second_call_ms": 0.5, "first_in_process": True, "ok": True, "warmed": True},
+            {"first_call_ms": 0.7, "second_call_ms": 0.4, "first_in_process": False, "ok": False, "warmed": True}]
+    meta = {"gpu_name": "G", "threads": 4, "commit": "abc"}
+    text = report.compile_section(warm, meta, "w.csv", cold, meta, "c.csv", "###")
+    assert "3 variants compiled in 60.5 s with 4 threads" in text
+    assert "| `_hier_kernel` | 2 | 40.0–60.5 |" in text
+    assert "| launches a kernel new to its process | 1 | 900 |" in text
+    assert "| every kernel already launched in the process | 1 | 0.70 | 0.70–0.70 | 0.40 | 0 | 1 |" in text
+    assert report.compile_section([], {}, "w.csv", [], {}, "c.csv", "###") == ""

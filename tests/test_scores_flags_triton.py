@@ -1,14 +1,25 @@
-"""Triton block scores (bounded and padded) and candidate flags against the torch contract code."""
+"""Triton block scores (dsa_lab.kernels.scores: bounded and padded) and candidate flags (dsa_lab.kernels.flags)
+against the torch contract code."""
 import pytest
 import torch
 
 import dsa_lab
+from dsa_lab.dispatch import block_scores_triton, candidate_flags_triton
 from dsa_lab.flags import candidate_flags_torch
-from dsa_lab.flags_triton import candidate_flags_triton
+from dsa_lab.kernels import scores as sk
 from dsa_lab.scores import block_scores_torch
-from dsa_lab.scores_triton import block_scores_triton
 
 INF, NAN = float("inf"), float("nan")
+
+
+def launch(x, e, s, bs, rr, *, fill_dead=True, programs=None, zero_flags=None, stage_a=None, rows_stride=None):
+    """The scores launch as the dispatch makes it (``programs`` per row; default one per tile of the width), into a
+    new output whose row stride may be padded (``rows_stride``)."""
+    rows, width = x.shape
+    nb = -(-width // bs)
+    out = torch.empty((rows, rows_stride or nb), dtype=torch.float32)[:, :nb]
+    q = programs or sk.programs_per_row(rows, nb, bs, 4, None)
+    return sk.launch(x, e, s, out, bs, rr, q, fill_dead=fill_dead, zero_flags=zero_flags, stage_a=stage_a)
 
 
 def same_bits(a, b):
@@ -50,9 +61,9 @@ def _extent(end, start, width, bs, nblocks):
     return min(ext, nblocks)
 
 
-@pytest.mark.parametrize("whole", [False, True], ids=["masked", "whole-tiles"])
+@pytest.mark.parametrize("programs", [None, 2])
 @pytest.mark.parametrize("fill_dead", [True, False], ids=["fill-dead", "skip-dead"])
-def test_block_scores_many_programs_per_row(fill_dead, whole, fresh_seed):
+def test_block_scores_many_programs_per_row(fill_dead, programs, fresh_seed):
     """Rows spanning several 512-block programs: programs wholly past a row's extent skip the loads; with
     fill_dead they write -inf (every slot bit-identical to torch), without it the slots up to the extent
     (the live blocks and the pinned newest one, even past the width) still are."""
@@ -62,7 +73,7 @@ def test_block_scores_many_programs_per_row(fill_dead, whole, fresh_seed):
     x[torch.rand(rows, width, generator=gen) < 0.01] = NAN
     e = torch.tensor([40000, 4100, 0, 39990, 45000])
     st = torch.tensor([0, 100, 0, 39000, 38000])  # last row: end past the width, newest block past it
-    got = block_scores_triton(x, e, st, bs, 1, fill_dead=fill_dead, whole_tiles=whole)
+    got = launch(x, e, st, bs, 1, fill_dead=fill_dead, programs=programs, rows_stride=5008)
     want = block_scores_torch(x, e, st, bs, 1)
     if fill_dead:
         assert same_bits(got, want), f"seed={fresh_seed}"
@@ -72,22 +83,22 @@ def test_block_scores_many_programs_per_row(fill_dead, whole, fresh_seed):
 
 
 @pytest.mark.parametrize("bs", [3, 8])
-def test_block_scores_whole_tiles_same_bits(bs, fresh_seed):
-    """Programs whose tile lies wholly inside the live extent load without a bounds mask (``whole_tiles``): the
-    output equals the masked kernel's and torch's bit for bit, for a block size that pads lanes (3 -> 4) and one
-    that does not; ends inside, at and past a tile boundary; logits past each end are NaN (never read)."""
+@pytest.mark.parametrize("width", [9000, 9001], ids=["aligned-rows", "unaligned-rows"])
+def test_block_scores_alignment_buckets_same_bits(bs, width, fresh_seed):
+    """Logits whose rows start 16 elements apart (the kernel's aligned form) and not: the output equals torch's bit
+    for bit, for a block size that pads lanes (3 -> 4) and one that does not; ends inside, at and past a tile
+    boundary; logits past each end are NaN (never read); with and without starts."""
     gen = torch.Generator().manual_seed(fresh_seed)
-    rows, width = 4, 9000
+    rows = 4
     x = torch.randn(rows, width, generator=gen)
     x[torch.rand(rows, width, generator=gen) < 0.02] = NAN
-    tile = 4096 // (4 if bs == 3 else bs) * bs  # columns per program
+    tile = 4096 // (4 if bs == 3 else bs) * bs  # columns per tile
     e = torch.tensor([width, tile, tile + 5, 2 * tile - 1])
     for r in range(rows):
         x[r, int(e[r]):] = NAN
     for starts in (None, torch.tensor([0, 7, 0, 1000])):
-        got = block_scores_triton(x, e, starts, bs, 1, whole_tiles=True)
+        got = block_scores_triton(x, e, starts, bs, 1)
         assert same_bits(got, block_scores_torch(x, e, starts, bs, 1)), f"bs={bs} starts={starts} seed={fresh_seed}"
-        assert same_bits(got, block_scores_triton(x, e, starts, bs, 1, whole_tiles=False))
 
 
 def test_block_scores_garbage_past_end_and_public_api():
@@ -187,19 +198,19 @@ def test_gpu_block_scores_large():
 def test_programs_per_row_rule():
     """The bounded kernel's programs per row: the padded tiles (None), else about mult x SM in all, at least one per
     row, never more than the row's tiles."""
-    from dsa_lab.scores_triton import programs_per_row
-
-    assert programs_per_row(640, 32768, 512, 132, None) == 64
-    assert programs_per_row(1, 32768, 512, 132, 32) == 64  # few rows: every tile its own program, as before
-    assert programs_per_row(640, 32768, 512, 132, 32) == 7
-    assert programs_per_row(100000, 32768, 512, 132, 32) == 1
-    assert programs_per_row(4, 100, 128, 132, 32) == 1
+    programs_per_row = sk.programs_per_row
+    assert sk.tile_blocks(8) == 512 and sk.tile_blocks(1) == 4096 and sk.tile_blocks(3) == 1024
+    assert programs_per_row(640, 32768, 8, 132, None) == 64
+    assert programs_per_row(1, 32768, 8, 132, 32) == 64  # few rows: every tile its own program
+    assert programs_per_row(640, 32768, 8, 132, 32) == 7
+    assert programs_per_row(100000, 32768, 8, 132, 32) == 1
+    assert programs_per_row(4, 100, 8, 132, 32) == 1
 
 
 def test_zero_flags_by_the_scores_launch(fresh_seed):
-    """``zero_flags``: the scores launch zeroes every byte of a poisoned flags tensor (the row's programs one slice
-    each, 1 and 3 programs per row, rows of n + 1 bytes at every alignment) and writes the same scores; a tensor of
-    the wrong shape or dtype, or the padded kernel, is a ValueError naming the argument."""
+    """The unfused composition's scores launch zeroes every byte of a poisoned flags tensor (the row's programs one
+    slice each, 1 and 3 programs per row, rows of n + 1 bytes at every alignment; 8-byte words where the tensor is
+    16-byte aligned, bytes where it is not) and writes the same scores."""
     gen = torch.Generator().manual_seed(fresh_seed)
     rows, width, bs = 3, 9000, 8
     x = torch.randn(rows, width, generator=gen)
@@ -207,85 +218,16 @@ def test_zero_flags_by_the_scores_launch(fresh_seed):
     nb = -(-width // bs)
     want = block_scores_torch(x, e, None, bs, 1)
     for q in (1, 3):
-        fl = torch.full((rows, nb + 1), 0xAB, dtype=torch.uint8)
-        got = block_scores_triton(x, e, None, bs, 1, programs=q, zero_flags=fl)
-        assert same_bits(got, want) and int(fl.count_nonzero()) == 0, f"programs={q}"
-    for bad in (torch.zeros((rows, nb), dtype=torch.uint8), torch.zeros((rows, nb + 1), dtype=torch.int32)):
-        with pytest.raises(ValueError, match="zero_flags"):
-            block_scores_triton(x, e, None, bs, 1, zero_flags=bad)
-    with pytest.raises(ValueError, match="zero_flags"):
-        block_scores_triton(x, e, None, bs, 1, padded=True, zero_flags=torch.zeros((rows, nb + 1), dtype=torch.uint8))
+        for offset in (0, 1):
+            buf = torch.full((rows * (nb + 1) + offset,), 0xAB, dtype=torch.uint8)
+            fl = buf[offset:].view(rows, nb + 1)
+            got = launch(x, e, None, bs, 1, programs=q, zero_flags=fl)
+            assert same_bits(got, want) and int(fl.count_nonzero()) == 0, f"programs={q} offset={offset}"
+            assert offset == 0 or int(buf[0]) == 0xAB
 
 
-@pytest.mark.parametrize("tile,q,nw", [(64, 2, 4), (1024, 1, 8), (128, None, 2)])
-def test_block_scores_tile_and_warps_same_bits(tile, q, nw, fresh_seed):
-    """The bounded kernel's dev knobs ``tile`` (blocks per tile) and ``num_warps``: every slot up to each row's extent
-    equals torch's bit for bit, with one or several programs per row striding over tiles of that size (ends inside,
-    at and past a tile boundary, NaN inside a block); a tile that is not a power of two is a ValueError."""
-    gen = torch.Generator().manual_seed(fresh_seed)
-    rows, width, bs = 4, 3000, 8
-    x = torch.randn(rows, width, generator=gen)
-    x[torch.rand(rows, width, generator=gen) < 0.02] = NAN
-    e = torch.tensor([3000, 512, 1, 3100])
-    got = block_scores_triton(x, e, None, bs, 1, programs=q, tile=tile, num_warps=nw)
-    want = block_scores_torch(x, e, None, bs, 1)
-    assert same_bits(got, want), f"tile={tile} programs={q} seed={fresh_seed}"
-    with pytest.raises(ValueError, match="tile"):
-        block_scores_triton(x, e, None, bs, 1, tile=3)
-    with pytest.raises(ValueError, match="bounded kernel only"):  # the padded kernel has no such knobs
-        block_scores_triton(x, e, None, bs, 1, padded=True, tile=tile)
-    # the programs rule's multiple (``mult``, the dev key scores_mult): one program per row here, same bits
-    assert same_bits(block_scores_triton(x, e, None, bs, 1, tile=tile, num_warps=nw, mult=1), want), f"seed={fresh_seed}"
-    # a register bound (``maxnreg``, a CUDA launch option the interpreter ignores): same bits; a bad one is refused
-    assert same_bits(block_scores_triton(x, e, None, bs, 1, tile=tile, maxnreg=64), want), f"seed={fresh_seed}"
-    for bad in (8, 256, True, 64.0):
-        with pytest.raises(ValueError, match="maxnreg"):
-            block_scores_triton(x, e, None, bs, 1, maxnreg=bad)
-    with pytest.raises(ValueError, match="maxnreg"):
-        block_scores_triton(x, e, None, bs, 1, padded=True, maxnreg=64)
-
-
-
-@pytest.mark.parametrize("q,tile", [(1, None), (3, 16), (7, 64), (None, 8), (1000, 8)])
-def test_block_scores_live_schedule(q, tile, fresh_seed):
-    """``schedule="live"``: ``q`` programs in all take every row's live tiles (tile-major; the longest extent's tile
-    count read on the device) and zero the flags as flat slices.  Every slot up to each row's extent equals torch's bit
-    for bit (NaN and -0.0 inside blocks, non-zero starts, an empty row, an end past the width, row_repeat 2, a row
-    longer than the rest); every byte of a poisoned flags tensor is zeroed (rows of n + 1 bytes; 1000 programs: more
-    than the items, most with no flags slice); slots past each row's extent are left as they were (poisoned)."""
-    gen = torch.Generator().manual_seed(fresh_seed)
-    rows, width, bs, rr = 8, 5000, 8, 2
-    x = torch.randn(rows, width, generator=gen)
-    x[torch.rand(rows, width, generator=gen) < 0.02] = NAN
-    x[torch.rand(rows, width, generator=gen) < 0.05] = -0.0
-    e = torch.tensor([4608, 777, 0, 5300])
-    s = torch.tensor([0, 130, 0, 4000])
-    nb = -(-width // bs)
-    want = block_scores_torch(x, e, s, bs, rr)
-    fl = torch.full((rows, nb + 1), 0xAB, dtype=torch.uint8)
-    got = block_scores_triton(x, e, s, bs, rr, fill_dead=False, programs=q, tile=tile, schedule="live", zero_flags=fl)
-    for r in range(rows):
-        L = _extent(int(e[r // rr]), int(s[r // rr]), width, bs, nb)
-        assert same_bits(got[r, :L], want[r, :L]), f"row {r} q={q} tile={tile} seed={fresh_seed}"
-    assert int(fl.count_nonzero()) == 0, f"flags not zeroed: q={q} tile={tile}"
-
-
-def test_block_scores_live_schedule_bad_arguments():
-    """The live schedule exists for the bounded kernel that leaves dead slots unwritten: with ``fill_dead`` or the
-    padded kernel it is a ValueError, as is an unknown schedule; nothing falls back silently."""
-    x = torch.randn(2, 1000)
-    e = torch.tensor([1000, 500])
-    with pytest.raises(ValueError, match="schedule"):
-        block_scores_triton(x, e, None, 8, 1, schedule="live")  # fill_dead defaults to True
-    with pytest.raises(ValueError, match="schedule"):
-        block_scores_triton(x, e, None, 8, 1, padded=True, fill_dead=False, schedule="live")
-    with pytest.raises(ValueError, match="schedule"):
-        block_scores_triton(x, e, None, 8, 1, fill_dead=False, schedule="tiles")
-
-
-@pytest.mark.parametrize("sched", ["rows", "live"])
-@pytest.mark.parametrize("sg,tile,q,sg_min", [(64, None, None, 0), (4, 16, 3, 0), (8, 8, 1, 163), (16, 64, 2, 100)])
-def test_stage_a_keys_by_the_scores_launch(sg, tile, q, sg_min, sched, fresh_seed):
+@pytest.mark.parametrize("sg,q,sg_min", [(64, None, 0), (4, 3, 0), (8, 1, 163), (16, 2, 100)])
+def test_stage_a_keys_by_the_scores_launch(sg, q, sg_min, fresh_seed):
     """``stage_a``: besides the same scores, the launch stores each row's stage-A keys into the select's workspace:
     for every super group ``g`` of ``sg`` blocks holding a block below the row's extent, the largest ordered high
     word of those blocks' scores and ``g``'s first block in the low word (the unfused hier kernel's ``a_first_col``
@@ -309,8 +251,7 @@ def test_stage_a_keys_by_the_scores_launch(sg, tile, q, sg_min, sched, fresh_see
     wrow = -(-nb // sg) + 5  # the select's workspace has more slots per row than super groups
     poison = 0x5A5A5A5A5A5A5A5A
     ws = torch.full((rows * wrow,), poison, dtype=torch.int64)
-    got = block_scores_triton(x, e, s, bs, rr, fill_dead=False, programs=q, tile=tile, stage_a=(ws, wrow, sg, sg_min),
-                              schedule=sched)
+    got = launch(x, e, s, bs, rr, fill_dead=False, programs=q, stage_a=(ws, wrow, sg, sg_min))
     sc = block_scores_torch(x, e, s, bs, rr)
     want = torch.full_like(ws, poison)
     for r in range(rows):
@@ -320,31 +261,5 @@ def test_stage_a_keys_by_the_scores_launch(sg, tile, q, sg_min, sched, fresh_see
             hm = int(ordered_hi(sc[r, g * sg:min(g * sg + sg, L)]).max())
             want[r * wrow + g] = (hm << 32) | (0xFFFFFFFF - g * sg)
     bad = (ws != want).nonzero().flatten()
-    assert not len(bad), (f"sg={sg} tile={tile} seed={fresh_seed}: first bad slot {int(bad[0])} (row "
+    assert not len(bad), (f"sg={sg} programs={q} seed={fresh_seed}: first bad slot {int(bad[0])} (row "
                           f"{int(bad[0]) // wrow}): got {int(ws[bad[0]]):#x}, want {int(want[bad[0]]):#x}")
-
-
-def test_stage_a_bad_arguments():
-    """``stage_a`` errors name the argument: a super group not dividing the tile, a workspace of the wrong dtype or
-    too small, the padded kernel, a negative ``sg_min``, ``fill_dead`` left on."""
-    x = torch.randn(2, 1000)
-    e = torch.tensor([1000, 500])
-    nb = 125
-    ok = torch.zeros(2 * 16, dtype=torch.int64)
-    with pytest.raises(ValueError, match="stage_a"):
-        block_scores_triton(x, e, None, 8, 1, fill_dead=False, tile=8, stage_a=(ok, 16, 16, 0))  # 16 into 8 blocks
-    with pytest.raises(ValueError, match="stage_a"):
-        block_scores_triton(x, e, None, 8, 1, fill_dead=False, stage_a=(ok, 16, 12, 0))  # not a power of two
-    with pytest.raises(ValueError, match="stage_a"):
-        block_scores_triton(x, e, None, 8, 1, fill_dead=False, stage_a=(ok.to(torch.int32), 16, 8, 0))
-    with pytest.raises(ValueError, match="stage_a"):
-        block_scores_triton(x, e, None, 8, 1, fill_dead=False, stage_a=(ok[:20], 16, 8, 0))  # < rows * wrow slots
-    with pytest.raises(ValueError, match="stage_a"):
-        # wrow below the row's super groups
-        block_scores_triton(x, e, None, 8, 1, fill_dead=False, stage_a=(ok, -(-nb // 16) - 1, 16, 0))
-    with pytest.raises(ValueError, match="stage_a"):
-        block_scores_triton(x, e, None, 8, 1, fill_dead=False, padded=True, stage_a=(ok, 16, 8, 0))
-    with pytest.raises(ValueError, match="sg_min"):
-        block_scores_triton(x, e, None, 8, 1, fill_dead=False, stage_a=(ok, 16, 8, -1))
-    with pytest.raises(ValueError, match="fill_dead"):  # its kernel leaves the dead score slots unwritten
-        block_scores_triton(x, e, None, 8, 1, stage_a=(ok, 16, 8, 0))

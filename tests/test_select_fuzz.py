@@ -1,12 +1,12 @@
 """Property-based tests (hypothesis) of the Triton selection arms under the interpreter: random small
-shapes, lengths, k, row_repeat, value pools heavy in ties/NaN/±inf/signed zeros, and random plan
-overrides so every kernel path is drawn.  Property: the selected set equals the exact reference's,
-every slot written."""
+shapes, lengths, k, row_repeat, value pools heavy in ties/NaN/±inf/signed zeros, and random test hooks
+(dsa_lab.dispatch's ``over``) so every kernel path is drawn.  Property: the selected set equals the exact
+reference's, every slot written."""
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st_
 
-from dsa_lab import select_triton as st
+from dsa_lab import dispatch
 from dsa_lab.scores import block_scores_torch
 from dsa_lab.select import topk_select_reference
 
@@ -16,12 +16,12 @@ POOL = [float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1.0, -1.0, 2.0, 1e
 CONFIGS = [
     None,
     {"direct": 4, "group": 2, "programs": 3},
-    {"direct": 4, "group": 2, "programs": 3, "short_chain": False},
+    {"direct": 2, "group": 2, "programs": 3, "fast": True},
     {"direct": 2, "group": 8, "programs": 2},
-    {"direct": 8, "group": 4, "programs": 1},
+    {"direct": 8, "group": 4, "programs": 1, "l1p": 2},
     {"direct": 2, "group": 1, "programs": 2},
-    {"algo": "fold", "tile": 32, "programs": 4},
-    {"algo": "fold", "tile": 16, "programs": 5, "cap": 4},
+    {"algo": "radix", "programs": 1},
+    {"algo": "radix", "programs": 3, "short": 0},
 ]
 
 
@@ -55,7 +55,7 @@ def test_topk_select_property(case):
     x = _values(mode, rows, n, seed)
     L = torch.tensor(lengths, dtype=torch.int64)
     out = poisoned(rows, k, "cpu")
-    st.topk_select_triton(x, k, L, rr, out, config=cfg)
+    dispatch.topk_select_triton(x, k, L, rr, out, over=cfg)
     assert_same_sets(out, topk_select_reference(x, k, L, rr), f"case={case}")
 
 
@@ -72,30 +72,7 @@ def test_candidate_blocks_property(width, bs, k, rr, seed, cfg, fused, with_star
     starts = (torch.rand(2, generator=gen) * ends.clamp(max=width)).to(torch.int64) if with_starts else None
     ref = topk_select_reference(block_scores_torch(x, ends, starts, bs, rr), k)
     out = poisoned(rows, k, "cpu")
-    st.select_candidate_blocks_triton(x, ends, k, starts, bs, rr, out, fused=fused, config=cfg)
+    if fused and not dispatch.fusable(k, bs):
+        fused = False
+    dispatch.select_candidate_blocks_triton(x, ends, k, starts, bs, rr, out, fused=fused, over=cfg)
     assert_same_sets(out, ref, f"w={width} bs={bs} k={k} rr={rr} seed={seed} cfg={cfg} fused={fused} starts={starts}")
-
-
-RADIX_VARIANTS = [  # (compact, split, tile): every radix kernel and both split paths; "parallel": v3.3
-    (False, False, 64), (True, False, 32), (True, 3, 32), (True, 2, 64), (True, True, 32),
-    ("parallel", 1, 32), ("parallel", 4, 32),
-]
-
-
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(select_case(), st_.sampled_from(RADIX_VARIANTS))
-def test_radix_select_property(case, variant):
-    """The experimental radix selects (dsa_lab.select_radix_triton) on the same random cases."""
-    from dsa_lab.select_radix_triton import topk_select_radix
-
-    rr, groups, n, k, lengths, mode, seed, _ = case
-    compact, split, tile = variant
-    rows = rr * groups
-    x = _values(mode, rows, n, seed)
-    L = torch.tensor(lengths, dtype=torch.int64)
-    out = poisoned(rows, k, "cpu")
-    if compact == "parallel":
-        topk_select_radix(x, k, L, rr, out, tile=tile, parallel=True, split=split)
-    else:
-        topk_select_radix(x, k, L, rr, out, tile=tile, compact=compact, split=split)
-    assert_same_sets(out, topk_select_reference(x, k, L, rr), f"case={case} variant={variant}")

@@ -4,7 +4,9 @@ import json
 import pytest
 import torch
 
-from dsa_lab import cli, data, sweep
+from dsa_lab import cli
+
+from dsa_lab.bench import data, sweep
 
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter lane (GPU runs write real data)")
 

@@ -1,11 +1,13 @@
-"""dsa_lab.viz: figure builders, tables and widget callbacks (what the notebooks show)."""
+"""dsa_lab.workbook.viz: figure builders, tables and widget callbacks (what the notebooks show)."""
 import csv
 import json
 
 import pytest
 import torch
 
-from dsa_lab import keys, viz
+from dsa_lab import keys
+
+from dsa_lab.workbook import viz
 
 go = pytest.importorskip("plotly.graph_objects")
 pytest.importorskip("ipywidgets")

@@ -17,7 +17,7 @@ import pytest
 nbformat = pytest.importorskip("nbformat")
 pytest.importorskip("nbval")
 
-from dsa_lab import workbook  # noqa: E402
+from dsa_lab.workbook import build as workbook  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 NB = ROOT / "notebooks"
@@ -151,7 +151,7 @@ def test_static_html_widget_note():
                     reason="static export needs a Chromium-family browser")
 def test_export_static_figures(tmp_path):
     pytest.importorskip("kaleido")
-    from dsa_lab import viz
+    from dsa_lab.workbook import viz
 
     written = viz.export_static_figures(tmp_path / "fig", root=tmp_path / "no_data")
     names = sorted(Path(p).name for p in written)

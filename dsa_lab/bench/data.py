@@ -42,7 +42,7 @@ __all__ = [
 
 def repo_root() -> Path:
     """The repository (the folder holding ``dsa_lab/``)."""
-    return Path(__file__).resolve().parent.parent
+    return Path(__file__).resolve().parents[2]
 
 
 def data_root() -> Path:

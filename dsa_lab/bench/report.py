@@ -125,9 +125,12 @@ def provenance(meta: dict, rows: list[dict], path: Path) -> str:
         f"Source: `{_rel(path)}` — {len(rows)} rows; GPU **{gpu}**"
         + (f" ({meta.get('sm_count')} SMs)" if meta.get("sm_count") else "")
         + f", driver {meta.get('driver') or '—'}, torch {meta.get('torch')}, triton {meta.get('triton')}; "
-        f"last run {meta.get('date_utc')} at commit `{str(meta.get('commit') or '')[:12]}`"
-        + (" (dirty tree)" if meta.get("dirty") else "")
-        + f"; row commits: {', '.join('`' + x + '`' for x in commits) or '—'}; timing: {', '.join(timing) or '—'}.",
+        + (f"rows per commit: {', '.join(f'`{c_}` {n}' for c_, n in meta['rows_per_commit'].items())}"
+           if len(commits) > 1 and isinstance(meta.get("rows_per_commit"), dict)
+           else f"last run {meta.get('date_utc')} at commit `{str(meta.get('commit') or '')[:12]}`"
+           + (" (dirty tree)" if meta.get("dirty") else "")
+           + f"; row commits: {', '.join('`' + x + '`' for x in commits) or '—'}")
+        + f"; timing: {', '.join(timing) or '—'}.",
     ]
     if c:
         lines.append(
@@ -138,7 +141,9 @@ def provenance(meta: dict, rows: list[dict], path: Path) -> str:
     if any(t.startswith("cuda graph") for t in timing):
         lines.append("Times are CUDA-graph medians over replays of back-to-back calls on the same inputs (warm L2: "
                      "inputs that fit in the 50 MB L2 stay there, so a `roofline_frac` above 1 means L2-served); "
-                     "speedups compare arms measured in the same process on the same inputs.")
+                     + ("speedups compare arms measured in the same process on the same inputs." if len(commits) <= 1
+                        else "the record merges runs of several commits: " + str(meta.get("merged") or
+                                                                                 "a speedup may compare two processes") + "."))
     if any(INTERP in str(t) for t in timing) or meta.get("triton_interpreter"):
         lines.append(f"\n> **{INTERP.upper()}** — these rows time the Triton interpreter on a CPU at tiny shapes; "
                      "they test the command and the format, they say nothing about kernel speed.")
@@ -628,6 +633,51 @@ def cuda_probe_section(rows, meta, path, h: str, target_us: float = 5.0) -> str:
     return "\n".join(out)
 
 
+def compile_section(warm_rows, warm_meta, warm_path, cold_rows, cold_meta, cold_path, h: str) -> str:
+    """Compile cost as recorded: ``dsa-lab warmup --csv`` (every variant, when its compile finished) and
+    ``scripts/gpu_coldstart.py`` (first calls of fresh processes at shapes the warmup never used)."""
+    if not warm_rows and not cold_rows:
+        return ""
+    out = [f"{h} Compile cost\n"]
+    if warm_rows:
+        kern = {}
+        for r in warm_rows:
+            name = str(r.get("variant") or "").split(" ", 1)[0]
+            kern.setdefault(name, []).append(r.get("done_s"))
+        m = warm_meta
+        out += [f"Source: `{_rel(warm_path)}` — {m.get('gpu_name')} ({m.get('sm_count')} SMs), driver {m.get('driver')}, "
+                f"torch {m.get('torch')}, triton {m.get('triton')}; {m.get('date_utc')} at commit `{m.get('commit')}`; "
+                f"`{m.get('command')}`.\n",
+                f"From an empty cache, {len(warm_rows)} variants compiled in {fmt(max(_num(r.get('done_s')) for r in warm_rows), 1)} s "
+                f"with {m.get('threads')} threads (the calls listed: {m.get('calls')}):\n",
+                table(["kernel", "variants", "done after (s)"],
+                      [[f"`{k}`", len(v), f"{fmt(min(map(_num, v)), 1)}–{fmt(max(map(_num, v)), 1)}"]
+                       for k, v in sorted(kern.items())])]
+    if cold_rows:
+        m = cold_meta
+        groups = (("launches a kernel new to its process", True), ("every kernel already launched in the process", False))
+        body = []
+        for label, first in groups:
+            rs = [r for r in cold_rows if bool(r.get("first_in_process")) == first]
+            if rs:
+                f1 = [_num(r.get("first_call_ms")) for r in rs]
+                f2 = [_num(r.get("second_call_ms")) for r in rs]
+                body.append([label, len(rs), fmt(statistics.median(f1)), f"{fmt(min(f1))}–{fmt(max(f1))}",
+                             fmt(statistics.median(f2)), sum(bool(r.get("ok")) for r in rs),
+                             sum(bool(r.get("warmed")) for r in rs)])
+        out += [f"\nSource: `{_rel(cold_path)}` — {m.get('gpu_name')}, {m.get('date_utc')} at commit `{m.get('commit')}`; "
+                f"`{m.get('command')}`.  The first call of a fresh process at a shape the warmup never used, "
+                "synchronised and wall-timed, then a second call at the same shape; every result checked against the "
+                "reference:\n",
+                table(["first call", "calls", "first call ms (median)", "range", "second call ms (median)",
+                       "results correct", "kernels all warmed"], body)]
+    return "\n".join(out) + "\n"
+
+
+def _num(v) -> float:
+    return float(v) if isinstance(v, (int, float)) else float("nan")
+
+
 def seed_section(root: Path, h: str) -> str:
     d = root / "mi355x_seed"
     ctxs = _data.load_rows(d / "speedup_by_context.csv")
@@ -722,6 +772,11 @@ def build(data_dir: Path, *, itl_ms: float = 14.6, layers: int = 1, level: int =
                                probe_path, hh)
     if probe:
         parts.append("\n" + probe)
+    comp = compile_section(_data.load_rows(data_dir / "warmup.csv"), _data.load_meta(data_dir / "warmup.meta.json"),
+                           data_dir / "warmup.csv", _data.load_rows(data_dir / "coldstart.csv"),
+                           _data.load_meta(data_dir / "coldstart.meta.json"), data_dir / "coldstart.csv", hh)
+    if comp:
+        parts.append("\n" + comp)
     seed = seed_section(Path(seed_root) if seed_root else _data.data_root(), hh)
     if seed:
         parts.append("\n" + seed)

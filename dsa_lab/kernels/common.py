@@ -166,3 +166,14 @@ def set_flags(flags_ptr, row, ids, sel, start, width, n, BS: tl.constexpr):
     b = ids.to(tl.int64)
     slot = tl.where(start + b * BS >= width, n, b)
     tl.store(flags_ptr + row.to(tl.int64) * (n + 1) + slot, tl.full(b.shape, 1, tl.uint8), mask=sel)
+
+
+@triton.jit
+def pick_digit(hist, rem, bins):
+    """(digit b, its count, candidates still needed inside b's bin) of a 256-bin int32 histogram: b is the bin
+    where the count from the top bin down reaches ``rem`` (the radix selects' step)."""
+    above = tl.sum(hist) - tl.cumsum(hist, 0)
+    hit = (above < rem) & (above + hist >= rem)
+    b = tl.max(tl.where(hit, bins, -1))
+    hb = tl.sum(tl.where(bins == b, hist, 0))
+    return b, hb, rem - tl.sum(tl.where(bins == b, above, 0))

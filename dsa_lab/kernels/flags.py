@@ -26,12 +26,13 @@ def _flags_kernel(c_ptr, c_stride, flags_ptr, start_ptr, k, width, nblocks, rr, 
         set_flags(flags_ptr, row, c, c >= 0, start, width, nblocks, BS)
 
 
-def fill_flags(candidates, flags, width, row_starts=None, block_size=8, row_repeat=1):
-    """Zero ``flags`` (contiguous uint8 ``[rows, cdiv(width, block_size) + 1]``) and set the selected blocks'
-    bytes.  Inputs checked by the caller.  Returns ``flags``."""
+def fill_flags(candidates, flags, width, row_starts=None, block_size=8, row_repeat=1, *, zeroed=False):
+    """Zero ``flags`` (contiguous uint8 ``[rows, cdiv(width, block_size) + 1]``; ``zeroed``: an earlier launch did)
+    and set the selected blocks' bytes.  Inputs checked by the caller.  Returns ``flags``."""
     rows, k = candidates.shape
     bs = int(block_size)
-    flags.zero_()
+    if not zeroed:
+        flags.zero_()
     if rows == 0 or k == 0:
         return flags
     run(

@@ -28,8 +28,8 @@ import triton
 import triton.language as tl
 
 from . import run
-from .common import (PAD, row_extent, set_flags, tl_block_score, tl_is_candidate, tl_key_index, tl_ordered_hi,
-                     tl_pack_key, write_ranked, write_selected, zero_flags)
+from .common import (PAD, pick_digit, row_extent, set_flags, tl_block_score, tl_is_candidate, tl_key_index,
+                     tl_ordered_hi, tl_pack_key, write_ranked, write_selected, zero_flags)
 
 GDC_OK = True
 try:  # griddepcontrol (programmatic dependent launch): CUDA sm_90+; the dispatch passes GDC only there
@@ -138,17 +138,6 @@ def _fold(top, new):
 
 # -------------------------------------------------------------------------------------- register radix select
 @triton.jit
-def _pick32(hist, rem, bins):
-    """(digit b, its count, candidates still needed inside b's bin) of a 256-bin histogram: b is the bin where the
-    count from the top bin down reaches ``rem``."""
-    above = tl.sum(hist) - tl.cumsum(hist, 0)
-    hit = (above < rem) & (above + hist >= rem)
-    b = tl.max(tl.where(hit, bins, -1))
-    hb = tl.sum(tl.where(bins == b, hist, 0))
-    return b, hb, rem - tl.sum(tl.where(bins == b, above, 0))
-
-
-@triton.jit
 def _reg_select(h, cand, k):
     """The top-``k`` candidates of a 1-D register tile by radix select: returns ``(mask, count)``.
 
@@ -174,7 +163,7 @@ def _reg_select(h, cand, k):
                 m = cand & ((h >> (sh + 8)) == pre)
                 dig = (h >> sh) & 255
             hist = tl.histogram(dig, 256, mask=m)
-            b, hb, rem = _pick32(hist, rem, bins)
+            b, hb, rem = pick_digit(hist, rem, bins)
             if d == 0:
                 pre = b - 128
             else:

@@ -273,7 +273,7 @@ def paged_mqa_logits_triton(q_fp8, kv_cache, weights, context_lens, block_table,
     """
     import torch
 
-    from .paged import fp8_dot_supported
+    from ..paged import fp8_dot_supported
 
     B, next_n, H, D = q_fp8.shape
     block_kv = kv_cache.shape[1]

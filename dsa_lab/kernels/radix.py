@@ -23,7 +23,7 @@ import triton
 import triton.language as tl
 
 from . import run
-from .common import fill_tail, row_extent, tl_ordered_hi
+from .common import fill_tail, pick_digit, row_extent, tl_ordered_hi
 
 MAXP = 32  # programs per row of the parallel kernel, at most
 TILE, PAR_TILE, KT = 2048, 1024, 1024
@@ -37,17 +37,6 @@ def _u32_of(src_ptr, row_off, cols, L):
     s = tl.load(src_ptr + row_off + cols, mask=live, other=float("-inf"))
     u = tl_ordered_hi(s).to(tl.uint32, bitcast=True) ^ 0x80000000
     return u, live & (s != float("-inf"))  # NaN != -inf: NaN is a candidate
-
-
-@triton.jit
-def _pick(hist, rem, bins):
-    """(digit b, its count, candidates still needed inside b's bin) of a 256-bin int32 histogram: b is the bin
-    where the count from the top bin down reaches ``rem``.  32-bit: counts stay below a row's length."""
-    above = tl.sum(hist) - tl.cumsum(hist, 0)
-    hit = (above < rem) & (above + hist >= rem)
-    b = tl.max(tl.where(hit, bins, -1))
-    hb = tl.sum(tl.where(bins == b, hist, 0))
-    return b, hb, rem - tl.sum(tl.where(bins == b, above, 0))
 
 
 @triton.jit
@@ -77,7 +66,7 @@ def _radix_row(src_ptr, row_off, out_ptr, row, L, k, TILE: tl.constexpr, KT: tl.
                 if d > 0:
                     c = c & ((u >> (sh + 8)) == pre)
                 hist += tl.histogram(((u >> sh) & 255).to(tl.int32), 256, mask=c)
-            b, hb, rem = _pick(hist, rem, bins)
+            b, hb, rem = pick_digit(hist, rem, bins)
             pre = pre * 256 + b.to(tl.uint32)
             fin = rem == hb
             if d == 3:
@@ -240,7 +229,7 @@ def _radix_par_kernel(
                 D = step - 1  # the digit decided now
                 H = tl.load(tot_ptr + (row.to(tl.int64) * 4 + step - 1) * 256 + bins)
                 ncand = tl.sum(H)
-                b, hb, rem2 = _pick(H, tl.where(D == 0, tl.minimum(ncand, k), need), bins)
+                b, hb, rem2 = pick_digit(H, tl.where(D == 0, tl.minimum(ncand, k), need), bins)
                 b = tl.where((D == 0) & (ncand <= k), -1, b)  # at most k candidates: all of them, nothing tied
                 # program q's candidates above bin b (its suffix sum at b + 1) and in it
                 sq = hist_ptr + ((prev * rows + row).to(tl.int64) * P + pp) * 256

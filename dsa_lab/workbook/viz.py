@@ -120,7 +120,7 @@ def data_dir() -> Path:
     env = os.environ.get("DSA_LAB_DATA")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parent.parent / "data"
+    return Path(__file__).resolve().parents[2] / "data"
 
 
 def load_records(name: str, gpu: str = "h200", *, root: Path | None = None):

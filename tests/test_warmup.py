@@ -1,0 +1,75 @@
+"""Compiled variants, counted from the dispatch itself (dsa_lab.warmup records the launches a call makes, on meta
+tensors: no GPU).  Bounds: the decode grid (rows 1-640, contexts, k in {64, 512, 2048}, select and full stage, the
+default arm) needs at most 30 compiled variants and 5 of the hier kernel; at fixed rows and k, any width from 1 to
+262144 compiles at most 2 variants of each kernel; every decode variant is in the warmup's list."""
+import collections
+
+import pytest
+
+from dsa_lab import cli, warmup
+
+H200 = warmup.H200
+
+
+@pytest.fixture(scope="module")
+def decode():
+    return warmup.variants(warmup.decode_calls(), H200)
+
+
+def _kernel(key):
+    return key.split(" ", 1)[0]
+
+
+def test_decode_grid_variant_bounds(decode):
+    per_kernel = collections.Counter(_kernel(k) for k in decode)
+    assert len(decode) <= 30, sorted(decode)
+    assert per_kernel["_hier_kernel"] <= 5, per_kernel
+    # every call of the grid launched something, and the grid reaches both select algorithms and the scores launch
+    assert {"_hier_kernel", "_radix_kernel", "_radix_par_kernel", "_block_scores_kernel"} <= set(per_kernel)
+
+
+def test_rows_never_select_a_hier_variant_of_the_default_arm(decode):
+    """Row counts 1-640 at one k and stage share their hier kernel: the hier variants are one per (k bucket, stage)."""
+    hier = [k for k in decode if _kernel(k) == "_hier_kernel"]
+    buckets = collections.Counter((k.split("KP=")[1].split()[0], "BLOCKS=1" in k) for k in hier)
+    assert all(n == 1 for n in buckets.values()), buckets
+
+
+WIDTHS = sorted({1, 2, 3, 7, 15, 16, 17, 31, 100, 127, 128, 129, 500, 511, 512, 513, 1000, 1023, 1024, 1025, 2047,
+                 2049, 4095, 4097, 8191, 8193, 16383, 16385, 32767, 32768, 32769, 65535, 65537, 131071, 131073,
+                 262143, 262144} | set(range(3, 262144, 7919)))
+
+
+@pytest.mark.parametrize("entry", ["select", "full"])
+@pytest.mark.parametrize("k", [7, 64, 100, 512, 2048])
+@pytest.mark.parametrize("rows", [1, 4, 640])
+def test_any_width_at_most_two_variants_per_kernel(entry, k, rows):
+    vs = warmup.variants([warmup.Call(entry, rows, w, k) for w in WIDTHS], H200)
+    per_kernel = collections.Counter(_kernel(key) for key in vs)
+    assert max(per_kernel.values()) <= 2, {key for key in vs}
+
+
+def test_decode_variants_are_warmed(decode):
+    warm = warmup.variants(warmup.warm_calls(max_rows=300), H200)
+    assert set(decode) <= set(warm), set(decode) - set(warm)
+
+
+def test_record_names_what_the_call_launches():
+    """A recorded call: the scores launch then the hier select for k = 64 over 262144 logits; the parallel radix's
+    five launches of one kernel for k = 2048 at 8 rows; every variant key spells the kernel, its constexprs and
+    options."""
+    full = warmup.record(warmup.Call("full", 8, 262144, 64), H200)
+    assert [warmup.parts(x)[0] for x in full] == ["_block_scores_kernel", "_hier_kernel"]
+    name, sig, cx, opts = warmup.parts(full[1])
+    assert cx["KP"] == 64 and cx["BLOCKS"] and cx["FLAGS"] and opts["launch_pdl"] and sig["src_ptr"] == "*fp32"
+    par = warmup.record(warmup.Call("select", 8, 32768, 2048), H200)
+    assert [warmup.parts(x)[0] for x in par] == ["_radix_par_kernel"] * 5
+    assert len({warmup.variant_key(x) for x in par}) == 1  # the launch's step is a run-time argument
+
+
+def test_warmup_dry_run_lists_one_variant_per_line(capsys):
+    assert cli.main(["warmup", "--dry-run", "--decode-only"]) == 0
+    out = capsys.readouterr()
+    lines = [ln for ln in out.out.splitlines() if ln.strip()]
+    assert len(lines) == len(set(lines)) == len(warmup.variants(warmup.decode_calls(), H200))
+    assert "variants for 3840 calls" in out.err
