@@ -1,4 +1,4 @@
-"""Producer (issue 5): paged FP8 MQA logits, causal bounds, bounded sanitize, the decode step.
+"""Producer: paged FP8 MQA logits, causal bounds, bounded sanitize, the decode step.
 
 CPU runs use the Triton interpreter (upcast path: e4m3fn bytes decoded to fp32, IEEE fp32 dot) on tiny
 problems; GPU-sized cases (fp8 tensor-core path) are under ``@pytest.mark.gpu``.

@@ -130,7 +130,7 @@ def test_report_renders_from_the_sweep(quick_dir, tmp_path):
     assert cli.main(["report", "--data", str(quick_dir), "--out", str(out)]) == 0
     md = out.read_text()
     assert "not a performance measurement" in md.lower()
-    assert "Targets (issue 4" in md and "transcribed" in md
+    assert "Targets: select stage" in md and "transcribed" in md
 
 
 def test_torch_topk_store_matches_the_torch_arm():

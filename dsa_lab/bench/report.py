@@ -3,8 +3,8 @@
 Reads ``<data>/select_sweep.csv``, ``step_breakdown.csv``, ``producer_sweep.csv`` and their
 ``.meta.json`` (written by ``dsa-lab sweep``) and the seed's transcribed MI355X tables in
 ``data/mi355x_seed/``, and writes markdown: seed-style speedup tables per context (median and
-range), representative points in µs (before / after / speedup), roofline fractions, the issue 4
-(select stage) and issue 7 (full stage) targets with their measured values, k = 512 / 2048, the
+range), representative points in µs (before / after / speedup), roofline fractions, the select-
+stage and full-stage targets with their measured values, k = 512 / 2048, the
 distribution-insensitivity ratio, the decode-step breakdown with an ITL-share model, and the
 producer's bandwidth.  ``--readme README.md`` rewrites the README between
 ``<!-- results:start -->`` and ``<!-- results:end -->``.
@@ -467,7 +467,7 @@ def step_section(rows, meta, path, itl_ms: float, layers: int, h: str) -> str:
         share.append([ctx_label(c), b, n, fmt(ours and ours["median_us"]), pct(ours and ours["median_us"]),
                       pct(lg and lg["median_us"]), pct(sel_us), fmt(up and up["median_us"]),
                       pct(up and up["median_us"])])
-    text = [f"{h} Decode indexer step breakdown (issue 5)\n", provenance(meta, rows, path),
+    text = [f"{h} Decode indexer step breakdown\n", provenance(meta, rows, path),
             "Per-stage CUDA-graph medians of this package's path (`triton` arm: producer → bounded sanitize → "
             "bounded scores → select → flags; `candidates` = `select_candidate_blocks(impl=\"triton\", with_flags=True)`, "
             "the logits → ids + flags path as the package dispatches it (flags written by the select kernel); "
@@ -511,12 +511,12 @@ def producer_section(rows, meta, path, h: str) -> str:
                      f"{fmt(big.get('gbps'), 0)} | **{100 * big['stream_frac']:.0f}%** | **{'met' if ok else 'not met'}** |")
     tgt = ""
     if lines:
-        tgt = ("\nTarget (issue 5 item 6): ≥ 70% of the streaming ceiling "
+        tgt = ("\nTarget: ≥ 70% of the streaming ceiling "
                f"({fmt(bw, 0)} GB/s) at the largest shapes, per next_n:\n\n"
                "| next_n | context | conc | triton µs | GB/s | of stream ceiling | status |\n|---|---|---|---|---|---|---|\n"
                + "\n".join(lines) + "\n")
     return "\n".join([
-        f"{h} Producer: paged FP8 MQA logits (issue 5)\n", provenance(meta, rows, path),
+        f"{h} Producer: paged FP8 MQA logits\n", provenance(meta, rows, path),
         "Bytes = fp8 keys + fp32 scales of each sequence's live tokens (once per sequence) + q + weights "
         "(+ the block-table entries read); GB/s counts those reads, not the logits written. `torch` = the chunked "
         "torch reference (CUDA events around eager calls); the accuracy column is max |triton − torch| / "
@@ -731,9 +731,9 @@ def build(data_dir: Path, *, itl_ms: float = 14.6, layers: int = 1, level: int =
     if rows:
         parts.append(provenance(meta, rows, sel_path))
         parts.append(checks_line(rows))
-        parts += [f"{hh} Targets (issue 4: select stage, k = {k})\n",
+        parts += [f"{hh} Targets: select stage, k = {k}\n",
                   table(["target", "measured", "status", "detail"], select_targets(idx, k)),
-                  f"\n{hh} Targets (issue 7: full stage, k = {k})\n",
+                  f"\n{hh} Targets: full stage, k = {k}\n",
                   table(["target", "measured", "status", "detail"], full_targets(idx, k)), bound_note(idx, k)]
         for stage, title in (("select", "select stage (block scores → ids)"),
                              ("full", "full stage (logits → scores → ids → flags)")):

@@ -2,7 +2,7 @@
 
 Suites
 ------
-* ``select`` and ``full`` (issue 4, issue 7): the seed's decode grid (DESIGN §5) — concurrency
+* ``select`` and ``full``: the seed's decode grid — concurrency
   {1,2,4,8,16,32,64,128} × next_n 1–5 × context {4096, 16384, 65536, 262144}, ``max_model_len``
   262144, ``block_size`` 8 (32768 blocks per row).  Rows go to ``select_sweep.csv``.
 
@@ -22,11 +22,11 @@ Suites
   Default plan: every point at k = 64 on ``normal`` values; k ∈ {512, 2048} and the distributions
   {shifted, equal, nan1pct, ramp} on the subset concurrency {1, 32, 128} × next_n {1, 5} × every
   context (``--grid full`` runs them on the whole grid).
-* ``step`` (issue 5 item 5): the decode indexer step, stage by stage (logits, sanitize, scores,
+* ``step``: the decode indexer step, stage by stage (logits, sanitize, scores,
   select, flags, candidates, step) over concurrency {1, 8, 32, 128} × next_n {1, 3, 5} × context
   {4096, 16384, 65536, 131072}; arm ``triton`` (this package) and ``torch`` (the upstream composition
   around the same producer).  Rows go to ``step_breakdown.csv``.
-* ``producer`` (issue 5 item 6): paged MQA logits, Triton vs the torch reference (where it fits in
+* ``producer``: paged MQA logits, Triton vs the torch reference (where it fits in
   memory), achieved read bandwidth against the measured streaming ceiling; bounded vs full-width
   sanitize.  Rows go to ``producer_sweep.csv``.
 
