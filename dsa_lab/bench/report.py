@@ -715,7 +715,10 @@ def default_data_dir() -> Path:
     return root / "h200"
 
 
-def build(data_dir: Path, *, itl_ms: float = 14.6, layers: int = 1, level: int = 2, seed_root: Path | None = None) -> str:
+def build(data_dir: Path, *, itl_ms: float = 14.6, layers: int = 1, level: int = 2, seed_root: Path | None = None,
+          headline: bool = False, full_path: str = "docs/results.md") -> str:
+    """The report as markdown; ``headline``: only the record's provenance and the target tables (the README's
+    section), pointing at ``full_path`` for the rest."""
     h = "#" * level
     hh = "#" * (level + 1)
     data_dir = Path(data_dir)
@@ -735,6 +738,11 @@ def build(data_dir: Path, *, itl_ms: float = 14.6, layers: int = 1, level: int =
                   table(["target", "measured", "status", "detail"], select_targets(idx, k)),
                   f"\n{hh} Targets: full stage, k = {k}\n",
                   table(["target", "measured", "status", "detail"], full_targets(idx, k)), bound_note(idx, k)]
+        if headline:
+            parts.append(f"Every table (speedups per context, by k and by value distribution, fused vs unfused, the "
+                         f"decode step, the producer, compile cost, the latency floor, the seed's MI355X numbers): "
+                         f"`{full_path}`, rebuilt by `dsa-lab report`.\n")
+            return "\n".join(parts).rstrip() + "\n"
         for stage, title in (("select", "select stage (block scores → ids)"),
                              ("full", "full stage (logits → scores → ids → flags)")):
             if not pick(rows, stage=stage):
@@ -794,8 +802,9 @@ def rewrite_readme(readme: Path, body: str) -> None:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", default=None, help="folder of records (default data/h200, else the first GPU folder)")
-    p.add_argument("--out", default="build/report.md", help="markdown file to write (default build/report.md)")
-    p.add_argument("--readme", default=None, help="also rewrite this README's results section (between markers)")
+    p.add_argument("--out", default="docs/results.md", help="markdown file to write (default docs/results.md)")
+    p.add_argument("--readme", default=None,
+                   help="also rewrite this README's results section (between markers) with the headline tables")
     p.add_argument("--itl-ms", type=float, default=14.6, help="inter-token latency for the share model (default 14.6)")
     p.add_argument("--layers", type=int, default=1, help="indexer calls per decode step in the share model (default 1)")
     p.add_argument("--print", dest="print_", action="store_true", help="print the markdown too")
@@ -809,7 +818,8 @@ def run(args) -> int:
     out.write_text(md)
     print(f"wrote {out} from {data_dir}")
     if args.readme:
-        rewrite_readme(Path(args.readme), build(data_dir, itl_ms=args.itl_ms, layers=args.layers, level=3))
+        rewrite_readme(Path(args.readme), build(data_dir, itl_ms=args.itl_ms, layers=args.layers, level=3,
+                                                headline=True, full_path=_rel(out)))
         print(f"rewrote the results section of {args.readme}")
     if args.print_:
         print(md)

@@ -15,8 +15,8 @@ Suites
     workspace whose live columns hold the distribution and whose tail holds NaN (never to be selected).
     Arms: ``torch`` (upstream: the padded Triton block-scores kernel, ``torch.topk``, store, flags),
     ``torch_live`` (the same on the live slice), ``triton`` (:func:`dsa_lab.select_candidate_blocks` with
-    its default dispatch and ``with_flags=True``: today bounded scores → select, the hier select kernel writing
-    the flags itself), ``triton_fused`` (the fused kernel, ``impl="triton_fused"``, flags likewise; only where it
+    its default dispatch and ``with_flags=True``: bounded scores → select, the hier select kernel writing
+    the flags itself, the radix select followed by the flags kernel), ``triton_fused`` (the fused kernel, ``impl="triton_fused"``, flags likewise; only where it
     serves the shape, k <= 256 at block_size 8).
 
   Default plan: every point at k = 64 on ``normal`` values; k ∈ {512, 2048} and the distributions
@@ -225,7 +225,7 @@ def make_values(dist: str, rows: int, n: int, gen: torch.Generator, device) -> t
 
 
 def decode_ends(context: int, concurrency: int, next_n: int) -> list[int]:
-    """Per-row causal ends (DESIGN §2, ``(B,)`` layout): ``ctx - next_n + n + 1``."""
+    """Per-row causal ends (the ``(B,)`` layout of :mod:`dsa_lab.producer`): ``ctx - next_n + n + 1``."""
     return [max(context - next_n + n + 1, 0) for _ in range(concurrency) for n in range(next_n)]
 
 
@@ -556,7 +556,8 @@ class Sweep:
                     bad = mismatched_rows(ids_of(res), baseline)
                     check = "ok" if bad == 0 else f"mismatch:{bad}/{p.rows}"
                     if bad and arm.startswith("torch") and not on_gpu():
-                        # CPU torch.topk's tie order is not the contract's (DESIGN §2): reported, not a failure
+                        # CPU torch.topk's tie order is not the contract's (ties to the smaller index):
+                        # reported, not a failure
                         check = f"cpu-topk-ties:{bad}/{p.rows}"
                     elif bad:
                         self.mismatches.append(f"{arm} {p}: {bad} rows differ")
