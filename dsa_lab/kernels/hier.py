@@ -308,15 +308,15 @@ def _chain(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, nsg16, 
 
 # --------------------------------------------------------------------------------------------------------- kernel
 @triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "P", "rr", "nsg16", "wrow16", "min_sg", "has_len",
-                               "fast"])
+                               "fast", "a_done"])
 def _hier_kernel(
     src_ptr, src_stride, len_ptr, start_ptr, out_ptr, ws_ptr, cnt_ptr, flags_ptr,
-    n, width, k, P, rr, nsg16, wrow16, min_sg, has_len, fast,
+    n, width, k, P, rr, nsg16, wrow16, min_sg, has_len, fast, a_done,
     KP: tl.constexpr, G1: tl.constexpr, G2: tl.constexpr, NT: tl.constexpr, SB: tl.constexpr, KC: tl.constexpr,
     DT: tl.constexpr, SC2: tl.constexpr, KC2: tl.constexpr, SC3: tl.constexpr, G1S: tl.constexpr,
     G2S: tl.constexpr, KC3: tl.constexpr, L1P: tl.constexpr, RSEL: tl.constexpr, BLOCKS: tl.constexpr,
     FUSED: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, HAS_START: tl.constexpr, FLAGS: tl.constexpr,
-    FZW: tl.constexpr, GDC: tl.constexpr, FOLD: tl.constexpr, ALIGNED: tl.constexpr, A_DONE: tl.constexpr,
+    FZW: tl.constexpr, GDC: tl.constexpr, FOLD: tl.constexpr, ALIGNED: tl.constexpr,
 ):
     """Grid ``(rows, P)``.  Run-time flags: ``has_len`` (lengths given), ``fast`` (stage-A tiles wholly inside the
     extent load without a mask, as 16-byte vectors: only where the source's row stride is a multiple of 16),
@@ -397,7 +397,7 @@ def _hier_kernel(
             if FLAGS:  # each active program zeroes one slice of the row's flags before it arrives
                 fper = (n + 1 + n_act - 1) // n_act
                 zero_flags(flags_ptr, row, p * fper, tl.minimum(p * fper + fper, n + 1), n, FZW)
-            if not A_DONE:
+            if a_done == 0:
                 lo = p * chunk
                 hi = tl.minimum(lo + chunk, nsg)
                 jt = tl.arange(0, NT)
@@ -437,19 +437,15 @@ def _hier_kernel(
                         best = _first_col_keys(sc, sg, valid, S)
                     tl.store(ws_ptr + wbase + sg, best, mask=sg < hi)
                 tl.debug_barrier()
-            if A_DONE:  # one program per row
+            last = n_act == 1
+            if n_act > 1:  # several programs: the last to arrive runs B-D
+                last = tl.atomic_add(cnt_ptr + row, 1, sem="acq_rel") == n_act - 1
+            if last:
+                tl.debug_barrier()
                 _chain(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, nsg16, wbase, start, end,
                        width, k, FLAGS, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, False, L1P, FOLD)
-            else:
-                last = n_act == 1
-                if n_act > 1:  # several programs: the last to arrive runs B-D
-                    last = tl.atomic_add(cnt_ptr + row, 1, sem="acq_rel") == n_act - 1
-                if last:
-                    tl.debug_barrier()
-                    _chain(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, nsg16, wbase, start, end,
-                           width, k, FLAGS, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, False, L1P, FOLD)
-                    if n_act > 1:
-                        tl.store(cnt_ptr + row, 0)  # reset for the next call / graph replay
+                if n_act > 1:
+                    tl.store(cnt_ptr + row, 0)  # reset for the next call / graph replay
 
 
 def launch(src, len_t, start_t, out, ws, cnt, flags, n, width, k, rr, plan, *, P, blocks, fused, bs, fzw=2,
@@ -468,12 +464,12 @@ def launch(src, len_t, start_t, out, ws, cnt, flags, n, width, k, rr, plan, *, P
         _hier_kernel, (rows, P),
         src, src.stride(0), len_t if len_t is not None else dummy, start_t if start_t is not None else dummy, out,
         ws, cnt, flags if flags is not None else out.view(torch.uint8), n, width, k, P, rr, plan["nsg_max"] // 16,
-        plan["wrow"] // 16, plan["min_sg"], int(len_t is not None), int(bool(fast)),
+        plan["wrow"] // 16, plan["min_sg"], int(len_t is not None), int(bool(fast)), int(bool(a_done)),
         KP=plan["KP"], G1=plan["G1"], G2=plan["G2"], NT=plan["NT"], SB=plan["SB"], KC=plan["KC"], DT=plan["DT"],
         SC2=plan["SC2"], KC2=plan["KC2"], SC3=plan["SC3"], G1S=plan["G1S"], G2S=plan["G2S"], KC3=plan["KC3"],
         L1P=plan["L1P"], RSEL=plan["RSEL"], BLOCKS=bool(blocks), FUSED=bool(fused), BS=int(bs),
         BSP=1 << (int(bs) - 1).bit_length(), HAS_START=start_t is not None, FLAGS=flags is not None,
         FZW=int(fzw) if flags is not None else 2, GDC=gdc, FOLD=plan["FOLD"], ALIGNED=src.stride(0) % 16 == 0 or rows == 1,
-        A_DONE=bool(a_done), num_warps=plan["num_warps"], **extra,
+        num_warps=plan["num_warps"], **extra,
     )
     return out
