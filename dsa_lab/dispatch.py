@@ -38,8 +38,8 @@ launch                      scores launch stores stage A's keys, the        160-
                             select runs B-D
 dependent launch            the hier select launched as a programmatic      1-24 rows 0.4-0.8 µs faster; 32-320 rows
                             dependent of the scores launch (sm_90+); the    of 4K-16K lose up to 17% unless the
-                            scores grid 16 x SM programs at SM/3-3 x SM      scores grid is 16 x SM
-                            rows, else 32 x SM
+                            scores grid 12 x SM programs at SM/5-SM/3       scores grid is smaller (4K 40 rows 7.6 ->
+                            rows, 16 x SM to 3 x SM rows, else 32 x SM      6.2 µs at 12 x SM; 256K 29.3 -> 31.8)
 ==========================  ==============================================  ============================================
 """
 from __future__ import annotations
@@ -199,6 +199,17 @@ def _hier_plan(k, facts, over, *, fused=False, bs=1, rows=1):
                      direct=over.get("direct"), l1p=over.get("l1p"))
 
 
+def _scores_mult(rows: int, sm: int, pdl: bool) -> int:
+    """The unfused scores grid, about this many programs per SM in all: with the dependent launch, fewer programs
+    from SM/5 rows (12 x SM to SM/3 rows, 16 x SM to 3 x SM rows), where a grid sized for the padded width lost more
+    to its idle programs than it gained in loads in flight."""
+    if pdl and sm < 5 * rows and 3 * rows < sm:
+        return 12
+    if pdl and sm <= 3 * rows <= 9 * sm:
+        return 16
+    return SCORES_MULT
+
+
 def _fast(rows: int, sm: int, over: dict) -> bool:
     """Stage A's tiles wholly inside the extent load unmasked at more than 2 x SM rows (``over``: the test hook)."""
     return over.get("fast", rows > 2 * sm)
@@ -308,7 +319,7 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
               and _scores.tile_blocks(bs) % S == 0)
     pl = _with_rows(pl, nblocks, rows, facts, fused=False, programs=1 if a_done else over.get("programs"))
     ws = _workspace(rows * pl["wrow"], dev)
-    mult = 16 if pdl and sm <= 3 * rows <= 9 * sm else SCORES_MULT
+    mult = _scores_mult(rows, sm, pdl)
     _scores.launch(logits, row_ends, row_starts, sc, bs, row_repeat,
                    _scores.programs_per_row(rows, nblocks, bs, sm, mult), fill_dead=False, zero_flags=flags,
                    stage_a=(ws, pl["wrow"], S, main_chain_min(pl)) if a_done else None, ld=pdl)

@@ -6,7 +6,7 @@
 #   coldstart scripts/gpu_coldstart.py: fresh processes' first calls at shapes the warmup never used
 #   correct   the named matrix (MATRIX_SHARDS processes) and the random fuzz (FUZZ_SHARDS processes, FUZZ cases in
 #             all) side by side: correctness only, so sharing the GPU is fine; CORRECT_S bounds it
-#   sweep     the select / full decode sweep (ARMS, default the Triton arms), resumable, into SWEEP_OUT
+#   sweep     the decode sweep (SUITES, default select,full; ARMS, default the Triton arms), resumable, into SWEEP_OUT
 #   gputests  every gpu-marked test
 # BUDGET_S (default 560) bounds the whole run: time-boxed phases take what is left, keeping RESERVE_S for the ones
 # after them.  Records land in data/h200/ and are packed into $OUT/data_h200.tgz after each phase.
@@ -49,7 +49,7 @@ for ph in "$@"; do
       python3 -m dsa_lab.bench.verify merge-matrix data/h200/verify_matrix.csv data/h200/verify_matrix_shard*.csv \
         && rm -f data/h200/verify_matrix_shard*
       tail -n 3 "$LOGS"/fuzz_shard*.log; tail -n 4 "$LOGS"/matrix_shard*.log ;;
-    sweep) cli sweep --suite select,full --arms "${ARMS:-triton,triton_fused}" --out "${SWEEP_OUT:-data/h200/rerecord}" \
+    sweep) cli sweep --suite "${SUITES:-select,full}" --arms "${ARMS:-triton,triton_fused}" --out "${SWEEP_OUT:-data/h200/rerecord}" \
              --max-seconds "$(box "${RESERVE_SWEEP_S:-30}")" --no-progress ;;
     gputests) timeout "$(box 0)" python3 -m pytest -q -m gpu -p no:cacheprovider tests ;;
     *) echo "unknown phase $ph" ;;

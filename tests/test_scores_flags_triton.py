@@ -207,6 +207,15 @@ def test_programs_per_row_rule():
     assert programs_per_row(4, 100, 8, 132, 32) == 1
 
 
+def test_scores_grid_rule():
+    """The unfused scores grid's multiple of the SM count by rows (132 SMs): 32, then 12 from SM/5 rows, 16 from SM/3
+    rows to 3 x SM, 32 beyond; without the dependent launch always 32."""
+    from dsa_lab.dispatch import _scores_mult
+
+    assert [_scores_mult(r, 132, True) for r in (1, 26, 27, 43, 44, 396, 397, 640)] == [32, 32, 12, 12, 16, 16, 32, 32]
+    assert {_scores_mult(r, 132, False) for r in (1, 32, 100, 640)} == {32}
+
+
 def test_zero_flags_by_the_scores_launch(fresh_seed):
     """The unfused composition's scores launch zeroes every byte of a poisoned flags tensor (the row's programs one
     slice each, 1 and 3 programs per row, rows of n + 1 bytes at every alignment; 8-byte words where the tensor is
