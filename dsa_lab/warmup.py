@@ -10,7 +10,8 @@ finds it by *recording* the dispatch (:func:`dsa_lab.kernels.recording`) over a 
   points it at ``~/.cache/dsa_lab/triton`` unless it is set), so a later process's first call loads a compiled
   kernel instead of compiling one;
 * ``--target sm_90|gfx950|gfx942`` compiles them for that target on the CPU (no GPU) and writes compile seconds,
-  registers, shared memory and spills per variant to a CSV.
+  registers, shared memory and spills per variant to a CSV;
+* :func:`preload`, called once by a long-lived process at startup, loads them all into that process.
 
 The calls: the decode grid (:func:`decode_calls`: every row count 1-640, k in {64, 512, 2048}, the select and the
 full stage, as the benchmark sweep runs them) and, for any other call, one representative of every bucket
@@ -250,6 +251,37 @@ def warm(variant_list, *, threads: int, progress: bool = True) -> list[tuple[str
     if bar is not None:
         bar.close()
     return done
+
+
+def _triton_key() -> str:
+    """Triton's own cache key (a hash of its compiler sources and its C++ library), computed once per process."""
+    try:
+        from triton.runtime.cache import triton_key
+    except ImportError:  # pragma: no cover - older Triton
+        from triton.compiler.compiler import triton_key
+    return triton_key()
+
+
+def preload(*, fused: bool = False, threads: int | None = None) -> dict:
+    """Prepare this process for first calls at any shape: call it once at startup, after ``dsa-lab warmup``.
+
+    A fresh process pays two costs on its first calls that are not compiling: Triton's own cache key, computed on the
+    process's first kernel lookup (a SHA-256 over its compiler sources and its C++ library: 1.3 s on a 2-core CPU),
+    and, per kernel, loading its binary and launcher from the cache.  This pays both now: the key, then (on a CUDA
+    GPU) every variant of the warm list (:func:`warm_calls`; ``fused``: with the fused arm's) loaded into the
+    process, compiled first where the cache lacks it.  Returns ``{"seconds": ..., "variants": ...}``; without a CUDA
+    GPU (or under the interpreter) only the key is computed."""
+    from ._impl import device_facts, interpreter_active
+
+    t0 = time.perf_counter()
+    _triton_key()
+    n = 0
+    if torch.cuda.is_available() and not interpreter_active():
+        vs = variants(warm_calls(fused=fused), device_facts(torch.cuda.current_device()))
+        warm([(key, launch) for key, (launch, _) in vs.items()], threads=threads or os.cpu_count() or 4,
+             progress=False)
+        n = len(vs)
+    return {"seconds": round(time.perf_counter() - t0, 3), "variants": n}
 
 
 # ------------------------------------------------------------------------------------------------------- CLI

@@ -1,12 +1,14 @@
 """Cold start after ``dsa-lab warmup``: the first call of a fresh process at shapes the warmup never used.
 
-    python3 scripts/gpu_coldstart.py OUT.csv [--processes 4] [--shapes 24] [--seed 0]
+    python3 scripts/gpu_coldstart.py OUT.csv [--processes 4] [--shapes 24] [--seed 0] [--preload]
 
 Each of ``--processes`` fresh Python processes initialises CUDA first (not timed), then makes the first call of
 ``dsa_lab.topk_select`` / ``dsa_lab.select_candidate_blocks`` at its share of random shapes (rows 1-640, widths,
 live lengths, k in {7, 64, 100, 512, 2048}), synchronised and wall-timed; then a second call at the same shape (the
 steady cost of the call path, host included); then checks the ids against the exact reference (poisoned output).
-``warmed`` says whether every kernel the call launched is in the warmup's list (``dsa_lab.warmup``).  Rows go to
+``warmed`` says whether every kernel the call launched is in the warmup's list (``dsa_lab.warmup``).
+``--preload``: each process calls :func:`dsa_lab.warmup.preload` after CUDA is initialised, as a server would at
+startup; its seconds go to ``preload_ms`` (empty without it).  Rows go to
 OUT.csv with the run's metadata beside it.  Needs a CUDA GPU and a warmed Triton cache (``TRITON_CACHE_DIR``).
 """
 import argparse
@@ -19,7 +21,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KS = (7, 64, 100, 512, 2048)
 COLUMNS = ["entry", "rows", "width", "k", "first_call_ms", "second_call_ms", "warmed", "first_in_process", "ok",
-           "process", "seed"]
+           "process", "seed", "preload_ms"]
 
 
 def shapes(n: int, seed: int) -> list[dict]:
@@ -55,6 +57,9 @@ def child(spec_json: str) -> None:
 
     facts = device_facts(torch.cuda.current_device())
     warm = set(warmup.variants(warmup.warm_calls(), facts))
+    preload_ms = None
+    if spec.get("preload"):
+        preload_ms = round(warmup.preload()["seconds"] * 1e3, 1)
     seen_kernels = set()
     for sh in spec["shapes"]:
         g = torch.Generator(device="cuda").manual_seed(spec["seed"] + sh["rows"] * 131 + sh["width"])
@@ -90,7 +95,7 @@ def child(spec_json: str) -> None:
         ok = compare(out, ref)[0] == 0
         row = {**sh, "first_call_ms": round((t1 - t0) * 1e3, 3), "second_call_ms": round((t3 - t2) * 1e3, 3),
                "warmed": keys <= warm, "first_in_process": not names <= seen_kernels, "ok": ok,
-               "process": spec["process"], "seed": spec["seed"]}
+               "process": spec["process"], "seed": spec["seed"], "preload_ms": preload_ms}
         seen_kernels |= names
         print(json.dumps(row), flush=True)
 
@@ -101,6 +106,7 @@ def main() -> int:
     ap.add_argument("--processes", type=int, default=4)
     ap.add_argument("--shapes", type=int, default=24)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--preload", action="store_true", help="each process calls dsa_lab.warmup.preload() first")
     a = ap.parse_args()
     sys.path.insert(0, ROOT)
     from dsa_lab.bench import data
@@ -108,7 +114,7 @@ def main() -> int:
     shs = shapes(a.shapes, a.seed)
     rows = []
     for p in range(a.processes):
-        spec = {"shapes": shs[p::a.processes], "seed": a.seed, "process": p}
+        spec = {"shapes": shs[p::a.processes], "seed": a.seed, "process": p, "preload": a.preload}
         r = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)], capture_output=True, text=True,
                            env=dict(os.environ, PYTHONPATH=ROOT))
         if r.returncode:

@@ -215,12 +215,20 @@ def test_compile_section_counts_variants_and_splits_cold_calls():
     warm = [{"variant": "_hier_kernel [KP=64] (*fp32)", "done_s": 40.0},
             {"variant": "_hier_kernel [KP=512] (*fp32)", "done_s": 60.5},
             {"variant": "_flags_kernel [BS=8] (*i32)", "done_s": 2.0}]
-    cold = [{"first_call_ms": 900.0, "second_call_ms": 0.5, "first_in_process": True, "ok": True, "warmed": True},
-            {"first_call_ms": 0.7, "second_call_ms": 0.4, "first_in_process": False, "ok": False, "warmed": True}]
+    cold = [{"first_call_ms": 900.0, "second_call_ms": 0.5, "first_in_process": True, "ok": True, "warmed": True,
+             "process": 0},
+            {"first_call_ms": 9.0, "second_call_ms": 0.5, "first_in_process": True, "ok": True, "warmed": True,
+             "process": 0},
+            {"first_call_ms": 0.7, "second_call_ms": 0.4, "first_in_process": False, "ok": False, "warmed": True,
+             "process": 0}]
     meta = {"gpu_name": "G", "threads": 4, "commit": "abc"}
     text = report.compile_section(warm, meta, "w.csv", cold, meta, "c.csv", "###")
     assert "3 variants compiled in 60.5 s with 4 threads" in text
     assert "| `_hier_kernel` | 2 | 40.0–60.5 |" in text
-    assert "| launches a kernel new to its process | 1 | 900 |" in text
+    assert "| the process's first call | 1 | 900 |" in text
+    assert "| a later call launching a kernel new to its process | 1 | 9.00 |" in text
     assert "| every kernel already launched in the process | 1 | 0.70 | 0.70–0.70 | 0.40 | 0 | 1 |" in text
+    assert "no `dsa_lab.warmup.preload()` first" in text
+    pre = [dict(r, preload_ms=1500.0) for r in cold]
+    assert "preload()` first: 1500–1500 ms" in report.compile_section(warm, meta, "w.csv", pre, meta, "c.csv", "###")
     assert report.compile_section([], {}, "w.csv", [], {}, "c.csv", "###") == ""

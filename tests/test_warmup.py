@@ -73,3 +73,13 @@ def test_warmup_dry_run_lists_one_variant_per_line(capsys):
     lines = [ln for ln in out.out.splitlines() if ln.strip()]
     assert len(lines) == len(set(lines)) == len(warmup.variants(warmup.decode_calls(), H200))
     assert "variants for 3840 calls" in out.err
+
+
+def test_preload_without_a_gpu_computes_only_tritons_key(monkeypatch):
+    """``preload`` pays Triton's per-process key; without a CUDA GPU it loads no kernel (and compiles none)."""
+    monkeypatch.setattr(warmup, "warm", lambda *a, **k: pytest.fail("preload compiled on a machine without a GPU"))
+    got = warmup.preload()
+    assert got["variants"] == 0 and got["seconds"] >= 0
+    from triton.runtime.cache import triton_key
+
+    assert triton_key.cache_info().currsize == 1  # computed once, kept for the process's first kernel lookup
