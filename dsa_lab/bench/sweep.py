@@ -375,9 +375,8 @@ def full_arm_fn(arm: str, inp: dict, k: int, flags_fn):
         return fn
     out = torch.empty((x.shape[0], k), dtype=torch.int32, device=x.device)
     if arm in ("triton", "triton_unfused", "triton_fused"):
-        # ids + flags in one call: the hier kernel writes the flags itself (no memset, no flags launch;
-        # measured 0.5-0.9 µs faster at 4K, data/h200/tune_dev/tune_dev_I.csv), the radix path (and the fused kernel
-        # beyond 2 x SM rows, tune_dev_K/L.csv) runs the flags kernel
+        # ids + flags in one call: the hier kernel writes the flags itself (no memset, no flags launch: measured
+        # 0.5-0.9 µs faster at 4K), the radix path (and the fused kernel beyond 2 x SM rows) runs the flags kernel
         def fn():
             return select_candidate_blocks(x, ends, k, block_size=BLOCK_SIZE, impl=arm, out=out, with_flags=True)
         return fn
