@@ -20,7 +20,7 @@ Bit layout of a key (signed int64, compared with ordinary signed ``<``)::
   low word is always non-negative as part of the int64 (it is below ``2**32``),
   so it never disturbs the high word's order.
 * Consequently ``key_a > key_b`` (signed) ⇔ a ranks before b in the contract of
-  DESIGN §2: higher ``ordered(score)`` first, ties to the smaller index.  Keys
+  docs/design.md §2: higher ``ordered(score)`` first, ties to the smaller index.  Keys
   of distinct columns are distinct, so sorting keys is a total order with no
   ties left to break.
 
@@ -105,7 +105,7 @@ def from_ordered_hi(hi: torch.Tensor) -> torch.Tensor:
 
 
 def ordered_bits(x: torch.Tensor) -> torch.Tensor:
-    """``ordered(x)`` of DESIGN §2 for float32 ``x``, as int64 in ``0 .. 2**32 - 1``.
+    """``ordered(x)`` of docs/design.md §2 for float32 ``x``, as int64 in ``0 .. 2**32 - 1``.
 
     Same shape and device as ``x``.  Monotone in the float order; ``-0.0`` maps
     just below ``+0.0``; every NaN maps to ``0xFFFFFFFF``.
@@ -117,7 +117,7 @@ def pack_keys(scores: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     """Pack float32 ``scores`` and integer ``index`` (same shape) into int64 keys.
 
     ``key = (ordered(score) - 2**31) << 32 | (0xFFFFFFFF - index)``.  Signed
-    comparison of keys is the contract order (DESIGN §2).  ``index`` must lie in
+    comparison of keys is the contract order (docs/design.md §2).  ``index`` must lie in
     ``[0, MAX_INDEX]``; a value outside raises ``ValueError`` (this reads the
     values, so it synchronises with the device).
     """

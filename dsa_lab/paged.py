@@ -1,6 +1,6 @@
 """Paged FP8 key cache: layout helpers, FP8 format helpers and random decode problems.
 
-Cache layout (DESIGN §3, as DeepGEMM / aiter): ``kv_cache`` is ``uint8 [num_blocks, block_kv, 1, D + 4]``.
+Cache layout (docs/design.md §3, as DeepGEMM / aiter): ``kv_cache`` is ``uint8 [num_blocks, block_kv, 1, D + 4]``.
 The ``[block_kv, 1, D + 4]`` shape is only a byte container: within one cache block the first
 ``block_kv * D`` bytes are the fp8 e4m3fn keys of its ``block_kv`` tokens (token-major, ``D`` bytes each),
 followed by ``block_kv`` fp32 scales (4 bytes each).  Token ``p`` of sequence ``b`` lives in cache block

@@ -1,7 +1,7 @@
 """The producer half of the decode indexer: paged FP8 MQA logits, causal bounds, bounded sanitize,
 and the whole decode step (logits → block scores → candidate select → flags) staged for timing.
 
-Causal bounds (DESIGN §2, second seed).  Row ``r = b * next_n + n`` may read logits columns ``< end(b, n)``:
+Causal bounds (docs/design.md §2, second seed).  Row ``r = b * next_n + n`` may read logits columns ``< end(b, n)``:
 
 * ``context_lens`` of shape ``(B,)``: ``end = ctx[b] - next_n + n + 1`` (clamped at 0);
 * ``context_lens`` of shape ``(B, next_n)``: ``end = ctx[b, n]`` as given (vLLM's precomputed layout;
@@ -346,7 +346,7 @@ def producer_bytes(context_lens, next_n, num_heads, head_dim=128, *, block_kv=64
 class DecodeStep:
     """One decode indexer step on fixed inputs, split into stages that can be timed one by one.
 
-    Pipeline (DESIGN §1): ``row_ends`` → ``logits`` → ``sanitize`` → ``candidates`` → ``flags``, where
+    Pipeline (docs/design.md §1): ``row_ends`` → ``logits`` → ``sanitize`` → ``candidates`` → ``flags``, where
     ``candidates`` is :func:`dsa_lab.select_candidate_blocks` bounded by the same ``row_ends``.  For a
     finer breakdown ``candidates`` splits into ``block_scores`` + ``topk_select`` (the same result; the
     Triton select path may fuse them, so time both ways).

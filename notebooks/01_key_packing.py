@@ -3,7 +3,7 @@
 #
 # The selection kernel ranks columns by **one integer compare**: each score and its column are packed into a
 # signed int64 key such that `key_a > key_b` exactly when column a ranks before column b in the contract
-# (DESIGN §2): higher `ordered(score)` first, NaN above `+inf`, `-0.0` below `+0.0`, ties to the smaller index.
+# (docs/design.md §2): higher `ordered(score)` first, NaN above `+inf`, `-0.0` below `+0.0`, ties to the smaller index.
 # A single top-k over keys then yields both the winners and their indices, with no separate pass.
 #
 # ```

@@ -2,7 +2,7 @@
 # # 02 · Ordering proof: signed int64 key order *is* the contract order
 #
 # **Claim.** For float32 scores `a, b` and indices `i, j ∈ [0, 2^32)`:
-# `pack_keys(a, i) > pack_keys(b, j)` (signed int64) ⇔ `(a, i)` ranks before `(b, j)` in the contract of DESIGN §2
+# `pack_keys(a, i) > pack_keys(b, j)` (signed int64) ⇔ `(a, i)` ranks before `(b, j)` in the contract of docs/design.md §2
 # (higher `ordered(score)`; NaN above `+inf` with every payload and sign; `-0.0` below `+0.0`; ties to the smaller
 # index).
 #

@@ -3,7 +3,7 @@
 #
 # The logits workspace is padded to `max_model_len = 262144` tokens, i.e. **32768 blocks** per row with
 # `block_size = 8`, however short the context. The upstream path runs `torch.topk` over that padded width, so its
-# cost is set by the workspace, not by the context: measured on an H200 (DESIGN §6), 46–48 µs at 1 row and
+# cost is set by the workspace, not by the context: measured on an H200 (docs/design.md §6), 46–48 µs at 1 row and
 # 377–405 µs at 640 rows **whatever the context**. A kernel that reads each row's live length on the device and
 # never loads the columns past it skips ≈98% of the work at 4K context.
 

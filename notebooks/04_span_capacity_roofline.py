@@ -4,7 +4,7 @@
 # Decode has 1–640 rows (concurrency × next_n), usually fewer than the GPU's multiprocessors (132 on an H200).
 # One program per row leaves most of the GPU idle at low concurrency and makes a long row a serial scan; splitting
 # a row across programs fills the GPU but adds a **merge** — and the merge, not the scan, is what a long single
-# row pays for (DESIGN §6: a plain split-and-merge over 32768 blocks costs 14 µs at best, up to 47–60 µs with 128
+# row pays for (docs/design.md §6: a plain split-and-merge over 32768 blocks costs 14 µs at best, up to 47–60 µs with 128
 # programs). This notebook shows where the curves cross, the rule the kernel uses, and how close every measured
 # point is to the roofline set by **measured** ceilings.
 

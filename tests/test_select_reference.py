@@ -1,4 +1,4 @@
-"""The exact reference and the torch before-arm: hand-worked rules of DESIGN §2, randomized agreement,
+"""The exact reference and the torch before-arm: hand-worked rules of docs/design.md §2, randomized agreement,
 and where CPU torch.topk's tie order departs from the contract."""
 import pytest
 import torch

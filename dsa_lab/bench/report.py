@@ -169,7 +169,7 @@ def checks_line(rows) -> str:
             f"{len(checked) - len(bad) - len(ties)}/{len(checked)} rows agree")
     if ties:
         line += (f"; {len(ties)} rows of CPU `torch.topk` differ on ties (expected: its CPU tie order is not the "
-                 "contract's, DESIGN §2)")
+                 "contract's, docs/design.md §2)")
     if bad:
         line += "; **MISMATCHES**: " + "; ".join(
             f"{r['arm']} {r['stage']} ctx {r['context']} rows {r['rows']} k {r['k']} {r['dist']} ({r['check']})"

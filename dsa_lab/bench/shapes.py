@@ -4,7 +4,7 @@
   the test suite, the GPU verification run).  Each case carries its GPU size
   and a small interpreter size (``cpu_*``) that keeps the case's point (k
   above the live length stays above it, ragged stays ragged, ...).
-* :data:`DECODE_SWEEP` — the seed's benchmark grid (DESIGN §5); benchmark
+* :data:`DECODE_SWEEP` — the seed's benchmark grid (docs/design.md §5); benchmark
   shapes live here, apart from the test shapes.
 * :func:`fill` — the value distributions used by verification and benchmarks.
 """

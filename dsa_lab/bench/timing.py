@@ -1,6 +1,6 @@
 """Timing, measured ceilings, a bytes model per stage, and roofline placement.
 
-Timing (DESIGN §5)
+Timing (docs/design.md §5)
 ------------------
 :func:`time_fn` times a callable that launches GPU work:
 
@@ -12,8 +12,7 @@ Timing (DESIGN §5)
   replay) with more replays so that a spread can be reported; its API differs between
   triton 3.6 and 3.9 only in details, so this module does not depend on it
   (:func:`time_do_bench_cudagraph` calls it, for comparison).
-  Inputs are not rotated: the numbers are warm-L2 numbers (DESIGN §5 asks for rotation only
-  when cold-cache numbers are claimed; none are).
+  Inputs are not rotated: the numbers are warm-L2 numbers, and none is claimed cold (docs/design.md §5).
 * Without CUDA: :func:`time_wallclock` — ``time.perf_counter`` around calls.  Under the
   Triton interpreter this measures the interpreter, so every such result is labelled
   :data:`INTERPRETER_LABEL` ("interpreter (not a performance measurement)").

@@ -1,6 +1,6 @@
 """Run the named correctness matrix (and a random fuzz) on the present backend.
 
-Every arm is compared with the exact reference (a sort of packed keys; DESIGN §2):
+Every arm is compared with the exact reference (a sort of packed keys; docs/design.md §2):
 outputs are poisoned before each call, every one of the ``k`` slots of every row
 is checked, and rows are compared as sets (the contract leaves the order free).
 The Triton arm must match everywhere.  The ``torch`` arm (``torch.topk``) is

@@ -1,4 +1,4 @@
-"""Proofs about the packed key: its order is the contract order of DESIGN §2, checked by machine.
+"""Proofs about the packed key: its order is the contract order of docs/design.md §2, checked by machine.
 
 The claim (notebook ``02_ordering_proof``): for float32 scores ``a, b`` and column
 indices ``i, j`` in ``[0, MAX_INDEX]``, comparing ``pack_keys(a, i)`` and
@@ -458,7 +458,7 @@ def exhaustive_key_order_check(
     rec = {
         "record": "key_order_exhaustive",
         "schema": 1,
-        "claim": "signed int64 order of pack_keys(score, index) == contract order of DESIGN §2 "
+        "claim": "signed int64 order of pack_keys(score, index) == contract order of docs/design.md §2 "
         "(ordered(score) descending, NaN above +inf with every payload, -0.0 below +0.0, ties to the smaller index)",
         "complete": complete,
         "patterns_checked": done_nn + done_nan,

@@ -172,7 +172,7 @@ def _absent_figure(title: str, path) -> "go.Figure":
 
 
 def pipeline_figure(rows: str = "B*next_n", max_model_len: int = 262144, block_size: int = 8, k: int = 64):
-    """The decode indexer step (DESIGN §1) as boxes and arrows, with each tensor's shape."""
+    """The decode indexer step (docs/design.md §1) as boxes and arrows, with each tensor's shape."""
     import plotly.graph_objects as go
 
     nb = -(-max_model_len // block_size)

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from dsa_lab.keys import ordered_bits  # noqa: E402  (the contract's ordered(), DESIGN section 2)
+from dsa_lab.keys import ordered_bits  # noqa: E402  (the contract's ordered(), docs/design.md §2)
 
 G, NT, E, SLOTS = 8, 256, 16, 128
 W = NT // 32

@@ -1,6 +1,6 @@
 // Shared by the CUDA probe kernels (topk_row_cta.cu, cluster_floor.cu): the key contract and the final ranking.
 //
-// Key contract (DESIGN section 2): key = ordered(score) << 32 | (0xFFFFFFFF - column), compared as unsigned 64-bit
+// Key contract (docs/design.md §2): key = ordered(score) << 32 | (0xFFFFFFFF - column), compared as unsigned 64-bit
 // (the package's signed key with the high word offset by 2^31: the same order); every NaN ranks above +inf; -inf
 // is not a candidate (ordered(-inf) == NEG_INF_U, and every candidate's ordered value is above it).
 #pragma once

@@ -6,7 +6,7 @@
 // scripts/gpu_cuda_select_probe.py; built there with nvcc for the device's own architecture.  The launcher
 // guarantees every row's length is at most NT * E (columns past that would be ignored) and k <= KMAX.
 //
-// Contract (DESIGN section 2; keys in topk_common.cuh): a score of -inf, or a column at or past the row's length, is
+// Contract (docs/design.md §2; keys in topk_common.cuh): a score of -inf, or a column at or past the row's length, is
 // not a candidate; the row's first min(k, #candidates) columns in key order are written in any order, the remaining
 // slots -1.
 //
