@@ -12,9 +12,11 @@ work is a few streaming passes over the row whatever k is (the hier kernel's bit
   the first ``need`` candidates equal to it (the contract's tie break); slots past the count get ``-1``.
 
 :func:`_radix_kernel` does a row in one program.  :func:`_radix_par_kernel` splits every pass of a row over ``P``
-programs, one launch per pass (``step`` 0-4), the per-program histograms summed by every program of the next
-launch: no atomics, nothing to reset, capture-safe.  Rows of at most ``short`` live columns are selected whole by
-one program in the first launch and skipped by the others.  The ids come out in column order.
+programs, one launch per pass (``step`` 0-4): each program adds its histogram to the row's totals with integer
+atomics (the sum does not depend on their order) and keeps its suffix sums, and the next launch reads the totals.
+The totals are a persistent buffer the launches leave at zero, so a call captures in a CUDA graph and replays.
+Rows of at most ``short`` live columns are selected whole by one program in the first launch and skipped by the
+others.  The ids come out in column order.
 """
 from __future__ import annotations
 
