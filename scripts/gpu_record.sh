@@ -33,7 +33,10 @@ for ph in "$@"; do
       box_s=$(box "${RESERVE_CORRECT_S:-200}"); n=${FUZZ_SHARDS:-8}; per=$(( ${FUZZ:-60000} / n )); pids=()
       seed=$(( RANDOM * 32768 + RANDOM ))
       for i in $(seq 0 $(( n - 1 ))); do
+        # shard i draws from the fuzz menu's entries i, i + n, ... (10 entries: each drawn by one shard), so the
+        # shards compile different kernels in parallel instead of every shard compiling all of them
         timeout "$(( box_s + 20 ))" python3 -m dsa_lab.cli verify --scale gpu --no-matrix --fuzz "$per" \
+          --fuzz-menu "$(seq -s, "$(( i % 10 ))" "$n" 9)" \
           --fuzz-max-seconds "$(( box_s - 25 ))" --seed "$(( 2001 + i ))" --record data/h200 \
           --fuzz-name "fuzz_shard$i.json" --fuzz-dump data/h200/fuzz_failures --no-progress \
           > "$LOGS/fuzz_shard$i.log" 2>&1 & pids+=($!)
