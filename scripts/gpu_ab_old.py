@@ -15,7 +15,6 @@ kernel, the span of one call).  Needs a CUDA GPU.
 import argparse
 import contextlib
 import csv
-import json
 import os
 import statistics
 import sys
@@ -28,6 +27,7 @@ import torch  # noqa: E402
 
 from dsa_lab import dispatch  # noqa: E402
 from dsa_lab._impl import device_facts  # noqa: E402
+from dsa_lab.bench import data  # noqa: E402
 from dsa_lab.bench import timing  # noqa: E402
 from dsa_lab.bench.sweep import BLOCK_SIZE, Point, full_stage_inputs, select_stage_inputs  # noqa: E402
 from dsa_lab.bench.verify import compare  # noqa: E402
@@ -70,7 +70,8 @@ def arm_fn(arm, stage, inp, k, old, facts):
     return (lambda: topk_select(sc, k, lengths=lengths, impl="triton", out=out)), none
 
 
-def check(arm, stage, fn, ctx, inp, k, ref_ids, ref_flags):
+def check(stage, fn, ctx, ref_ids, ref_flags):
+    """Mismatching rows of one arm's ids (and flags) against the reference."""
     with ctx():
         res = fn()
         if torch.cuda.is_available():
@@ -102,9 +103,9 @@ def profile(fn, ctx, reps=20):
                 g.replay()
             s.synchronize()
     torch.cuda.current_stream().wait_stream(s)
-    ev = sorted((e for e in prof.events() if e.device_type.name == "CUDA" and e.name not in ("Memset", "Memcpy")),
+    ev = sorted((e for e in prof.events()
+                 if e.device_type.name == "CUDA" and "Memset" not in e.name and "Memcpy" not in e.name),
                 key=lambda e: e.time_range.start)
-    ev = [e for e in ev if "Memset" not in e.name and "Memcpy" not in e.name]
     per = len(ev) // reps if reps else 0
     by = {}
     for e in ev:
@@ -139,18 +140,8 @@ def main():
     arms = a.arms.split(",")
     cols = ["stage", "k", "rows", "context", "dist", "arm", "median_us", "p10_us", "p90_us", "ratio_vs_old", "bad",
             "span_us", "kernels"]
-    meta = {"gpu": torch.cuda.get_device_name(0) if on_gpu else "cpu (interpreter: not a measurement)", "sm_count": facts["sm_count"], "torch": torch.__version__,
-            "triton": __import__("triton").__version__, "commit": os.environ.get("DSA_LAB_COMMIT", "?"),
-            "old": os.path.abspath(a.old), "date": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
-            "command": " ".join(sys.argv)}
-    try:
-        import subprocess
-        meta["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                        capture_output=True, text=True).stdout.strip()
-    except OSError:
-        pass
-    with open(a.out + ".meta.json", "w") as f:
-        json.dump(meta, f, indent=1)
+    data.save_meta(data.meta_path(a.out), data.collect_metadata(
+        "python3 scripts/gpu_ab_old.py " + " ".join(sys.argv[1:]), {"old": os.path.abspath(a.old)}))
     w = csv.DictWriter(open(a.out, "w", newline=""), fieldnames=cols)
     w.writeheader()
     for ctx_len in [int(c) for c in a.contexts.split(",")]:
@@ -169,7 +160,7 @@ def main():
                 ref_ids = topk_select(inp["scores"], a.k, lengths=inp["lengths"], impl="reference")
                 ref_flags = None
             fns = {arm: arm_fn(arm, a.stage, inp, a.k, old, facts) for arm in arms}
-            bad = {arm: check(arm, a.stage, fn, cx, inp, a.k, ref_ids, ref_flags) for arm, (fn, cx) in fns.items()}
+            bad = {arm: check(a.stage, fn, cx, ref_ids, ref_flags) for arm, (fn, cx) in fns.items()}
             if a.reps == 0:  # compile and check only (a parallel warm-up of the arms' kernels)
                 print(f"{a.stage} k{a.k} {rows} x {ctx_len}: checked {bad}", flush=True)
                 continue
