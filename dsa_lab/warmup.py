@@ -15,7 +15,8 @@ finds it by *recording* the dispatch (:func:`dsa_lab.kernels.recording`) over a 
 
 The calls: the decode grid (:func:`decode_calls`: every row count 1-640, k in {64, 512, 2048}, the select and the
 full stage, as the benchmark sweep runs them) and, for any other call, one representative of every bucket
-(:func:`warm_calls`: every hier k bucket, odd widths, the fused arm, block scores, flags).
+(:func:`warm_calls`: every hier k bucket, odd widths, the fused arm, block scores, flags); ``--verify`` adds the
+correctness run's (:func:`verify_calls`: other block sizes, row starts and row repeats).
 """
 from __future__ import annotations
 
@@ -43,12 +44,16 @@ class Call:
     """One public call: ``entry`` is ``select`` (:func:`dsa_lab.topk_select` over ``width`` columns), ``full``
     (:func:`dsa_lab.select_candidate_blocks` with flags over ``width`` logits), ``starts`` (the same with
     ``row_starts``), ``fused`` (the same, the fused arm),
-    ``scores`` (:func:`dsa_lab.block_scores`) or ``flags`` (:func:`dsa_lab.candidate_flags`)."""
+    ``scores`` (:func:`dsa_lab.block_scores`) or ``flags`` (:func:`dsa_lab.candidate_flags`); ``block_size``,
+    ``row_repeat`` and ``starts`` (row starts given: ``full`` and ``fused``) as the call passes them."""
 
     entry: str
     rows: int
     width: int
     k: int
+    block_size: int = 8
+    row_repeat: int = 1
+    starts: bool = False
 
 
 def decode_calls(max_rows: int = MAX_ROWS) -> list[Call]:
@@ -74,28 +79,51 @@ def warm_calls(max_rows: int = MAX_ROWS, *, fused: bool = False) -> list[Call]:
     return list(dict.fromkeys(calls))
 
 
+def verify_calls() -> list[Call]:
+    """The calls ``dsa-lab verify --scale gpu`` makes with its default arms: every case of the named matrix and every
+    entry of the fuzz menu (its rows, ends, k inside the bucket and values are random; they select no variant), with
+    and without row starts, by the default and (where it serves the shape) the fused arm."""
+    from .bench.shapes import MATRIX
+    from .bench.verify import FUZZ_MENU
+    from .dispatch import fusable
+
+    calls = []
+    cases = [(c.op, c.rows, c.width, c.k, c.row_repeat, c.block_size, (c.starts,)) for c in MATRIX]
+    cases += [(op, rows, w, kp, rr, bs, (False, True)) for op, w, kp, rr, bs in FUZZ_MENU for rows in (rr, 64)]
+    for op, rows, width, k, rr, bs, starts in cases:
+        if op == "select":
+            calls.append(Call("select", rows, width, k, 1, rr))
+            continue
+        for st in starts:
+            calls.append(Call("full", rows, width, k, bs, rr, st))
+            if fusable(k, bs):
+                calls.append(Call("fused", rows, width, k, bs, rr, st))
+    return list(dict.fromkeys(calls))
+
+
 def record(call: Call, facts: dict = H200) -> list:
     """The kernel launches ``call`` makes on a device with ``facts``, recorded on ``meta`` tensors."""
     from . import dispatch
     from .kernels import recording
 
     meta = torch.device("meta")
-    r, w, k = call.rows, call.width, call.k
+    r, w, k, bs, rr = call.rows, call.width, call.k, call.block_size, call.row_repeat
     i32 = dict(dtype=torch.int32, device=meta)
+    ng = max(1, r // rr)
     with recording() as rec:
         if call.entry == "select":
-            dispatch.topk_select_triton(torch.empty((r, w), device=meta), k, torch.empty((r,), **i32), 1,
+            dispatch.topk_select_triton(torch.empty((r, w), device=meta), k, torch.empty((ng,), **i32), rr,
                                         facts=facts)
         elif call.entry in ("full", "fused", "starts"):
-            dispatch.select_candidate_blocks_triton(torch.empty((r, w), device=meta), torch.empty((r,), **i32), k,
-                                                    torch.empty((r,), **i32) if call.entry == "starts" else None,
-                                                    DECODE_BLOCK, 1, fused=call.entry == "fused", with_flags=True,
+            starts = torch.empty((ng,), **i32) if call.entry == "starts" or call.starts else None
+            dispatch.select_candidate_blocks_triton(torch.empty((r, w), device=meta), torch.empty((ng,), **i32), k,
+                                                    starts, bs, rr, fused=call.entry == "fused", with_flags=True,
                                                     facts=facts)
         elif call.entry == "scores":
-            dispatch.block_scores_triton(torch.empty((r, w), device=meta), torch.empty((r,), **i32), None,
-                                         DECODE_BLOCK, 1, facts=facts)
+            dispatch.block_scores_triton(torch.empty((r, w), device=meta), torch.empty((ng,), **i32), None, bs, rr,
+                                         facts=facts)
         elif call.entry == "flags":
-            dispatch.candidate_flags_triton(torch.empty((r, k), **i32), w, None, DECODE_BLOCK, 1)
+            dispatch.candidate_flags_triton(torch.empty((r, k), **i32), w, None, bs, rr)
         else:
             raise ValueError(f"unknown entry {call.entry!r}")
     return rec
@@ -289,6 +317,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dry-run", action="store_true", help="list the variants, one per line (no GPU needed)")
     p.add_argument("--decode-only", action="store_true", help="only the decode grid's variants")
     p.add_argument("--fused", action="store_true", help="also the triton_fused arm's variants")
+    p.add_argument("--verify", action="store_true",
+                   help="also the variants of `dsa-lab verify --scale gpu` (the matrix and the fuzz menu)")
     p.add_argument("--threads", type=int, default=os.cpu_count() or 4, help="parallel compile threads")
     p.add_argument("--cache-dir", default=None,
                    help="Triton cache directory (default: $TRITON_CACHE_DIR, else ~/.cache/dsa_lab/triton)")
@@ -302,6 +332,8 @@ def run(args) -> int:
     if args.cache_dir:
         os.environ["TRITON_CACHE_DIR"] = args.cache_dir
     calls = decode_calls() if args.decode_only else warm_calls(fused=args.fused)
+    if args.verify:
+        calls = list(dict.fromkeys(calls + verify_calls()))
     gpu = torch.cuda.is_available() and not args.dry_run and args.target is None
     facts = H200
     if gpu:

@@ -7,7 +7,8 @@
 Arms: ``old`` (the package in ``DIR/dsa_lab_old``), ``new`` (this tree's default), and this tree with one change
 made for the A/B only: ``new_nopdl`` (no programmatic dependent launch), ``new_mN`` (the scores grid at about N x SM
 programs where the dispatch would take its default multiple), ``new_noa`` (stage A in the select, not in the scores
-launch).  Every arm's ids and flags are checked against the exact reference first (outputs poisoned).  Timing:
+launch); ``pkg_NAME``: the package in ``DIR/dsa_lab_NAME`` (another tree, a candidate change), called as ``old``
+is.  Every arm's ids and flags are checked against the exact reference first (outputs poisoned).  Timing:
 ``dsa_lab.bench.time_fn`` (the sweep's CUDA-graph timer); arms interleaved per point, ``--reps`` rounds, the median
 of the rounds' medians kept.  ``--profile``: each arm's kernels from a profiled graph replay (mean duration per
 kernel, the span of one call).  Needs a CUDA GPU.
@@ -47,6 +48,12 @@ def _patched(obj, name, value):
 def arm_fn(arm, stage, inp, k, old, facts):
     """(fn, context manager factory): ``fn()`` -> ids or (ids, flags), run inside the context."""
     none = contextlib.nullcontext
+    if arm.startswith("pkg_"):  # another tree with this tree's API: DIR/dsa_lab_NAME
+        import importlib
+
+        importlib.import_module(f"dsa_lab_{arm[4:]}.select")
+        old = sys.modules[f"dsa_lab_{arm[4:]}"]
+        arm = "old"
     if stage == "full":
         x, ends = inp["logits"], inp["ends"]
         out = torch.empty((x.shape[0], k), dtype=torch.int32, device=x.device)

@@ -2,7 +2,7 @@
 # The recording run on a lent GPU (the copied tree's .git need not match it, so the commit is passed in).
 #   scripts/gpu_record.sh COMMIT PHASE [PHASE ...]
 # Phases:
-#   warmup    dsa-lab warmup --fused from an empty Triton cache, timed (data/h200/warmup.csv)
+#   warmup    dsa-lab warmup --fused --verify from an empty Triton cache, timed (data/h200/warmup.csv)
 #   coldstart scripts/gpu_coldstart.py --preload: fresh processes' first calls at shapes the warmup never used
 #   correct   the named matrix (MATRIX_SHARDS processes) and the random fuzz (FUZZ_SHARDS processes, FUZZ cases in
 #             all) side by side: correctness only, so sharing the GPU is fine; CORRECT_S bounds it
@@ -27,7 +27,7 @@ for ph in "$@"; do
   case "$ph" in
     warmup)
       rm -rf "$TRITON_CACHE_DIR" data/h200/warmup.csv
-      python3 -m dsa_lab.cli warmup --fused --threads 16 --csv data/h200/warmup.csv ;;
+      python3 -m dsa_lab.cli warmup --fused --verify --threads 16 --csv data/h200/warmup.csv ;;
     coldstart) python3 scripts/gpu_coldstart.py data/h200/coldstart.csv --processes 4 --shapes 24 --preload ;;
     correct)
       box_s=$(box "${RESERVE_CORRECT_S:-200}"); n=${FUZZ_SHARDS:-8}; per=$(( ${FUZZ:-60000} / n )); pids=()

@@ -83,3 +83,16 @@ def test_preload_without_a_gpu_computes_only_tritons_key(monkeypatch):
     from triton.runtime.cache import triton_key
 
     assert triton_key.cache_info().currsize == 1  # computed once, kept for the process's first kernel lookup
+
+
+def test_verify_calls_reach_the_correctness_runs_variants():
+    """The correctness run's calls pass their block size, row starts and row repeat to the dispatch, so ``dsa-lab
+    warmup --verify`` compiles what ``dsa-lab verify`` will launch (block sizes 1 / 16 / 64, starts, k = 512 ...)."""
+    got = warmup.variants([warmup.Call("full", 8, 16384, 64, block_size=1, starts=True)], H200)
+    scores = [k for k in got if _kernel(k) == "_block_scores_kernel"]
+    assert len(scores) == 1 and "BS=1 " in scores[0] and "HAS_START=1" in scores[0], scores
+    calls = warmup.verify_calls()
+    assert {c.block_size for c in calls} >= {1, 8, 16, 64} and any(c.starts for c in calls)
+    assert {c.row_repeat for c in calls} >= {1, 3, 5} and {c.entry for c in calls} == {"select", "full", "fused"}
+    extra = set(warmup.variants(calls, H200)) - set(warmup.variants(warmup.warm_calls(fused=True), H200))
+    assert any("BS=64" in k for k in extra) and any("HAS_START=1" in k for k in extra), sorted(extra)
