@@ -6,14 +6,15 @@
 #   coldstart scripts/gpu_coldstart.py --preload: fresh processes' first calls at shapes the warmup never used
 #   correct   the named matrix (MATRIX_SHARDS processes) and the random fuzz (FUZZ_SHARDS processes, FUZZ cases in
 #             all) side by side: correctness only, so sharing the GPU is fine; CORRECT_S bounds it
-#   sweep     the decode sweep (SUITES, default select,full; ARMS, default the Triton arms), resumable, into SWEEP_OUT
+#   sweep     the decode sweep (SUITES, default select,full; ARMS, default the Triton arms; SWEEP_ARGS, more options such
+#             as --k 64 --concurrency 1,2), resumable, into SWEEP_OUT
 #   gputests  every gpu-marked test
 # BUDGET_S (default 560) bounds the whole run: time-boxed phases take what is left, keeping RESERVE_S for the ones
 # after them.  Records land in data/h200/ and are packed into $OUT/data_h200.tgz after each phase.
 set -u
 export DSA_LAB_COMMIT="$1"; shift
 export DSA_LAB_DIRTY=0 PYTHONPATH="$PWD" PYTHONUNBUFFERED=1
-export TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-/tmp/dsa_lab_triton_cache}
+export TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-$PWD/build/triton_cache}  # kept between calls on a warm machine
 OUT=${OUT:-build/gpu_out}
 BUDGET_S=${BUDGET_S:-560}
 T0=$(date +%s)
@@ -53,7 +54,7 @@ for ph in "$@"; do
         && rm -f data/h200/verify_matrix_shard*
       tail -n 3 "$LOGS"/fuzz_shard*.log; tail -n 4 "$LOGS"/matrix_shard*.log ;;
     sweep) cli sweep --suite "${SUITES:-select,full}" --arms "${ARMS:-triton,triton_fused}" --out "${SWEEP_OUT:-data/h200/rerecord}" \
-             --max-seconds "$(box "${RESERVE_SWEEP_S:-30}")" --no-progress ;;
+             --max-seconds "$(box "${RESERVE_SWEEP_S:-30}")" --no-progress ${SWEEP_ARGS:-} ;;
     gputests) timeout "$(box 0)" python3 -m pytest -q -m gpu -p no:cacheprovider tests ;;
     *) echo "unknown phase $ph" ;;
   esac 2>&1 | tee -a "$OUT/log.txt"

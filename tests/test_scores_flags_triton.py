@@ -235,7 +235,7 @@ def test_zero_flags_by_the_scores_launch(fresh_seed):
             assert offset == 0 or int(buf[0]) == 0xAB
 
 
-@pytest.mark.parametrize("sg,q,sg_min", [(64, None, 0), (4, 3, 0), (8, 1, 163), (16, 2, 100)])
+@pytest.mark.parametrize("sg,q,sg_min", [(64, None, 0), (4, 3, 0), (8, 2, 163), (16, 5, 100)])
 def test_stage_a_keys_by_the_scores_launch(sg, q, sg_min, fresh_seed):
     """``stage_a``: besides the same scores, the launch stores each row's stage-A keys into the select's workspace:
     for every super group ``g`` of ``sg`` blocks holding a block below the row's extent, the largest ordered high
@@ -243,8 +243,8 @@ def test_stage_a_keys_by_the_scores_launch(sg, q, sg_min, fresh_seed):
     keys), for the rows whose extent exceeds ``sg_min`` only (163: the row of 163 blocks gets none).  Every such slot
     is checked against a torch computation from the contract scores; every other slot of the poisoned workspace
     must be left as it was.  NaN and -0.0 inside blocks, ends past the width (the pinned
-    newest block past it, inside a stored super group), non-zero starts, an empty row, row_repeat 2, one and several
-    programs per row."""
+    newest block past it, inside a stored super group), non-zero starts, an empty row, row_repeat 2, one program per
+    tile and more (the launch has no loop: fewer programs than tiles is refused)."""
     from dsa_lab.keys import ordered_hi
 
     gen = torch.Generator().manual_seed(fresh_seed)
@@ -260,6 +260,11 @@ def test_stage_a_keys_by_the_scores_launch(sg, q, sg_min, fresh_seed):
     wrow = -(-nb // sg) + 5  # the select's workspace has more slots per row than super groups
     poison = 0x5A5A5A5A5A5A5A5A
     ws = torch.full((rows * wrow,), poison, dtype=torch.int64)
+    ntiles = sk.tiles(nb, bs)
+    if q is not None and q < ntiles:
+        with pytest.raises(ValueError, match="one program per tile"):
+            launch(x, e, s, bs, rr, fill_dead=False, programs=q, stage_a=(ws, wrow, sg, sg_min))
+        q = ntiles + q
     got = launch(x, e, s, bs, rr, fill_dead=False, programs=q, stage_a=(ws, wrow, sg, sg_min))
     sc = block_scores_torch(x, e, s, bs, rr)
     want = torch.full_like(ws, poison)

@@ -62,6 +62,11 @@ def test_record_names_what_the_call_launches():
     assert [warmup.parts(x)[0] for x in full] == ["_block_scores_kernel", "_hier_kernel"]
     name, sig, cx, opts = warmup.parts(full[1])
     assert cx["KP"] == 64 and cx["BLOCKS"] and cx["FLAGS"] and opts["launch_pdl"] and sig["src_ptr"] == "*fp32"
+    # stage A in the scores launch (at most SM/4 rows): one program per tile of the row (no loop); beyond, the grid
+    # of the SM-count rule (12 x SM programs at 40 rows), the keys' slot unused
+    for rows, grid, sg in ((32, (32, 64), 64), (33, (33, 64), 64), (40, (40, 40), 0)):
+        sc = warmup.record(warmup.Call("full", rows, 262144, 64), H200)[0]
+        assert sc.grid == grid and warmup.parts(sc)[2]["SG"] == sg, (rows, sc.grid, warmup.parts(sc)[2])
     par = warmup.record(warmup.Call("select", 8, 32768, 2048), H200)
     assert [warmup.parts(x)[0] for x in par] == ["_radix_par_kernel"] * 5
     assert len({warmup.variant_key(x) for x in par}) == 1  # the launch's step is a run-time argument

@@ -108,13 +108,16 @@ def _block_scores_kernel(
     else:
         row_off = row.to(tl.int64) * x_stride
     # The row's Q programs stride over its tiles.  The first tile is peeled out of the loop: with one tile per
-    # program (most launches) no loop is entered, and the loop form of that tile measured slower.
+    # program (most launches) no loop is entered, and the loop form of that tile measured slower.  The stage-A
+    # launch has a program per tile and no loop at all: the loop's live values cost it registers (70 against 47 on
+    # sm_90), hence resident programs, hence load bandwidth.
     if jb0 < ntiles:
         _score_tile(x_ptr, row_off, orow, sgrow, sg_min, jb0, start, end, lend, n_ext, width, nblocks,
                     BS, BSP, BJ, PADDED, FILL_DEAD, SG)
-    for jb in range(jb0 + Q, ntiles, Q):
-        _score_tile(x_ptr, row_off, orow, sgrow, sg_min, jb, start, end, lend, n_ext, width, nblocks,
-                    BS, BSP, BJ, PADDED, FILL_DEAD, SG)
+    if SG == 0:
+        for jb in range(jb0 + Q, ntiles, Q):
+            _score_tile(x_ptr, row_off, orow, sgrow, sg_min, jb, start, end, lend, n_ext, width, nblocks,
+                        BS, BSP, BJ, PADDED, FILL_DEAD, SG)
 
 
 def tile_blocks(block_size: int) -> int:
@@ -131,8 +134,9 @@ def launch(logits, row_ends, row_starts, out, block_size, row_repeat, programs, 
     Inputs are checked by the caller (:func:`dsa_lab.block_scores` or the dispatch).  ``programs``: programs per
     row (each strides over the row's tiles).  ``zero_flags``: a contiguous ``uint8 [rows, nblocks + 1]`` tensor this
     launch zeroes.  ``stage_a``: ``(ws, wrow, sg, sg_min)``, the hier select's workspace, its slots per row, its
-    super-group size in blocks (a power of two dividing the tile) and the longest extent that needs no stage A.
-    ``ld``: signal dependents early (CUDA sm_90+; the caller decides)."""
+    super-group size in blocks (a power of two dividing the tile) and the longest extent that needs no stage A;
+    it takes one program per tile (``programs`` at least :func:`tiles`).  ``ld``: signal dependents early (CUDA
+    sm_90+; the caller decides)."""
     rows, width = logits.shape
     bs = int(block_size)
     nblocks = out.shape[1]
@@ -145,6 +149,9 @@ def launch(logits, row_ends, row_starts, out, block_size, row_repeat, programs, 
         flags = zero_flags
         zf = 2 if zero_flags.data_ptr() % 16 == 0 else 1
     sg_ws, sg_stride, sg, sg_min = (out, 0, 0, 0) if stage_a is None else stage_a
+    if stage_a is not None and int(programs) < tiles(nblocks, bs):
+        raise ValueError(f"stage_a takes one program per tile: programs must be at least {tiles(nblocks, bs)}, "
+                         f"got {programs}")
     run(
         _block_scores_kernel, (rows, max(1, int(programs))),
         logits, logits.stride(0), out, out.stride(0), row_ends, row_starts if row_starts is not None else row_ends,
@@ -156,12 +163,17 @@ def launch(logits, row_ends, row_starts, out, block_size, row_repeat, programs, 
     return out
 
 
+def tiles(nblocks: int, block_size: int) -> int:
+    """Tiles of a row of ``nblocks`` blocks."""
+    return max(1, -(-nblocks // tile_blocks(block_size)))
+
+
 def programs_per_row(rows: int, nblocks: int, block_size: int, sm_count: int, mult: int | None) -> int:
     """Programs per row: one per tile of the padded width (``mult`` None), else about ``mult * sm_count`` in all,
     at least one per row, at most one per tile."""
-    ntiles = -(-nblocks // tile_blocks(block_size))
+    ntiles = tiles(nblocks, block_size)
     if mult is None:
-        return max(1, ntiles)
+        return ntiles
     return max(1, min(ntiles, -(-int(mult) * int(sm_count) // max(rows, 1))))
 
 
