@@ -37,8 +37,7 @@ stage A in the scores       at most SMs / 4 rows (hier, k <= 256): the      1 x 
 launch                      scores launch stores stage A's keys, one        160-640 rows; one program per tile: 32 x
                             program per tile (no loop), the select runs B-D 256K 27.4 -> 22.1 µs, 1 x 256K 13.1 -> 11.5
 dependent launch            the hier select launched as a programmatic      1-24 rows 0.4-0.8 µs faster; 32-320 rows
-                            dependent of the scores launch (sm_90+; not     of 4K-16K lose up to 17% unless the
-                            with stage A in the scores from SM/5 rows); the
+                            dependent of the scores launch (sm_90+); the    of 4K-16K lose up to 17% unless the
                             scores grid (without stage A) 12 x SM programs  scores grid is smaller (4K 40 rows 7.6 ->
                             at SM/5-SM/3 rows, 16 x SM to 3 x SM rows, else 6.2 µs at 12 x SM; 256K 29.3 -> 31.8)
                             32 x SM
@@ -321,7 +320,6 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
               and _scores.tile_blocks(bs) % S == 0)
     pl = _with_rows(pl, nblocks, rows, facts, fused=False, programs=1 if a_done else over.get("programs"))
     ws = _workspace(rows * pl["wrow"], dev)
-    pdl = pdl and not (a_done and 5 * rows > sm)
     q = (_scores.tiles(nblocks, bs) if a_done
          else _scores.programs_per_row(rows, nblocks, bs, sm, _scores_mult(rows, sm, pdl)))
     _scores.launch(logits, row_ends, row_starts, sc, bs, row_repeat, q, fill_dead=False, zero_flags=flags,
