@@ -57,13 +57,6 @@ def positive_int(v, name: str, *, minimum: int = 1) -> int:
     return v
 
 
-def maxnreg(v, name: str = "maxnreg"):
-    """A register bound for a Triton launch (its ``maxnreg`` option): None, or an int in [16, 255]."""
-    if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 16 <= v <= 255):
-        raise ValueError(f"{name} must be None or an int in [16, 255], got {v!r}")
-    return v
-
-
 def row_repeat(v, rows: int) -> int:
     v = positive_int(v, "row_repeat")
     if rows % v:

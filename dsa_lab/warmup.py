@@ -42,10 +42,10 @@ ODD_WIDTH = 1001  # a width whose rows are not 16-element aligned (the kernels' 
 @dataclasses.dataclass(frozen=True)
 class Call:
     """One public call: ``entry`` is ``select`` (:func:`dsa_lab.topk_select` over ``width`` columns), ``full``
-    (:func:`dsa_lab.select_candidate_blocks` with flags over ``width`` logits), ``starts`` (the same with
-    ``row_starts``), ``fused`` (the same, the fused arm),
+    (:func:`dsa_lab.select_candidate_blocks` over ``width`` logits), ``fused`` (the same, the fused arm),
     ``scores`` (:func:`dsa_lab.block_scores`) or ``flags`` (:func:`dsa_lab.candidate_flags`); ``block_size``,
-    ``row_repeat`` and ``starts`` (row starts given: ``full`` and ``fused``) as the call passes them."""
+    ``row_repeat``, ``starts`` (row starts given) and ``flags`` (``with_flags``) as the call passes them (the last
+    two: ``full`` and ``fused``)."""
 
     entry: str
     rows: int
@@ -54,6 +54,7 @@ class Call:
     block_size: int = 8
     row_repeat: int = 1
     starts: bool = False
+    flags: bool = True
 
 
 def decode_calls(max_rows: int = MAX_ROWS) -> list[Call]:
@@ -66,15 +67,18 @@ def decode_calls(max_rows: int = MAX_ROWS) -> list[Call]:
 
 def warm_calls(max_rows: int = MAX_ROWS, *, fused: bool = False) -> list[Call]:
     """Every bucket a call of the default arms can reach on one device: the decode grid, every k bucket at every row
-    count and at an odd width, public block scores and flags; ``fused``: also the ``triton_fused`` arm's."""
+    count and at an odd width, with and without row starts and flags, public block scores and flags; ``fused``: also
+    the ``triton_fused`` arm's."""
     nb = DECODE_WIDTH // DECODE_BLOCK
     calls = decode_calls(max_rows)
     for k in BUCKET_K:
         for r in range(1, max_rows + 1):
-            calls += [Call("select", r, nb, k), Call("full", r, DECODE_WIDTH, k), Call("select", r, ODD_WIDTH, k),
-                      Call("full", r, ODD_WIDTH, k), Call("starts", r, DECODE_WIDTH, k)]
-            if fused and k <= 256:
-                calls += [Call("fused", r, DECODE_WIDTH, k), Call("fused", r, ODD_WIDTH, k)]
+            calls += [Call("select", r, nb, k), Call("select", r, ODD_WIDTH, k)]
+            for fl in (True, False):  # with_flags: the sweep's calls and the public default
+                calls += [Call("full", r, DECODE_WIDTH, k, flags=fl), Call("full", r, ODD_WIDTH, k, flags=fl),
+                          Call("full", r, DECODE_WIDTH, k, starts=True, flags=fl)]
+                if fused and k <= 256:
+                    calls += [Call("fused", r, DECODE_WIDTH, k, flags=fl), Call("fused", r, ODD_WIDTH, k, flags=fl)]
     calls += [Call("scores", 1, DECODE_WIDTH, 0), Call("flags", 1, DECODE_WIDTH, 64)]
     return list(dict.fromkeys(calls))
 
@@ -94,10 +98,10 @@ def verify_calls() -> list[Call]:
         if op == "select":
             calls.append(Call("select", rows, width, k, 1, rr))
             continue
-        for st in starts:
-            calls.append(Call("full", rows, width, k, bs, rr, st))
+        for st in starts:  # verify calls without flags
+            calls.append(Call("full", rows, width, k, bs, rr, st, False))
             if fusable(k, bs):
-                calls.append(Call("fused", rows, width, k, bs, rr, st))
+                calls.append(Call("fused", rows, width, k, bs, rr, st, False))
     return list(dict.fromkeys(calls))
 
 
@@ -114,11 +118,11 @@ def record(call: Call, facts: dict = H200) -> list:
         if call.entry == "select":
             dispatch.topk_select_triton(torch.empty((r, w), device=meta), k, torch.empty((ng,), **i32), rr,
                                         facts=facts)
-        elif call.entry in ("full", "fused", "starts"):
-            starts = torch.empty((ng,), **i32) if call.entry == "starts" or call.starts else None
+        elif call.entry in ("full", "fused"):
+            starts = torch.empty((ng,), **i32) if call.starts else None
             dispatch.select_candidate_blocks_triton(torch.empty((r, w), device=meta), torch.empty((ng,), **i32), k,
-                                                    starts, bs, rr, fused=call.entry == "fused", with_flags=True,
-                                                    facts=facts)
+                                                    starts, bs, rr, fused=call.entry == "fused",
+                                                    with_flags=call.flags, facts=facts)
         elif call.entry == "scores":
             dispatch.block_scores_triton(torch.empty((r, w), device=meta), torch.empty((ng,), **i32), None, bs, rr,
                                          facts=facts)

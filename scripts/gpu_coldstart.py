@@ -4,7 +4,7 @@
 
 Each of ``--processes`` fresh Python processes initialises CUDA first (not timed), then makes the first call of
 ``dsa_lab.topk_select`` / ``dsa_lab.select_candidate_blocks`` at its share of random shapes (rows 1-640, widths,
-live lengths, k in {7, 64, 100, 512, 2048}), synchronised and wall-timed; then a second call at the same shape (the
+live lengths, k in {7, 64, 100, 512, 2048}; candidate blocks with and without flags), synchronised and wall-timed; then a second call at the same shape (the
 steady cost of the call path, host included); then checks the ids against the exact reference (poisoned output).
 ``warmed`` says whether every kernel the call launched is in the warmup's list (``dsa_lab.warmup``).
 ``--preload``: each process calls :func:`dsa_lab.warmup.preload` after CUDA is initialised, as a server would at
@@ -21,7 +21,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KS = (7, 64, 100, 512, 2048)
 COLUMNS = ["entry", "rows", "width", "k", "first_call_ms", "second_call_ms", "warmed", "first_in_process", "ok",
-           "process", "seed", "preload_ms"]
+           "process", "seed", "preload_ms", "flags"]
 
 
 def shapes(n: int, seed: int) -> list[dict]:
@@ -38,7 +38,7 @@ def shapes(n: int, seed: int) -> list[dict]:
             width = rng.choice([rng.randint(2, 4000), rng.randint(4001, 32767)])
         else:
             width = rng.choice([rng.randint(16, 50000), rng.randint(50001, 262143)])
-        out.append({"entry": entry, "rows": rows, "width": width, "k": k})
+        out.append({"entry": entry, "rows": rows, "width": width, "k": k, "flags": entry == "full" and i % 4 == 1})
     return out
 
 
@@ -73,8 +73,8 @@ def child(spec_json: str) -> None:
             rec_call = warmup.Call("select", rows, w, k)
         else:
             def call():
-                return dsa_lab.select_candidate_blocks(x, lens, k, out=out, with_flags=True)
-            rec_call = warmup.Call("full", rows, w, k)
+                return dsa_lab.select_candidate_blocks(x, lens, k, out=out, with_flags=sh["flags"])
+            rec_call = warmup.Call("full", rows, w, k, flags=sh["flags"])
         launches = warmup.record(rec_call, facts)
         keys = {warmup.variant_key(launch) for launch in launches}
         names = {warmup.parts(launch)[0] for launch in launches}

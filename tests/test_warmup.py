@@ -101,3 +101,35 @@ def test_verify_calls_reach_the_correctness_runs_variants():
     assert {c.row_repeat for c in calls} >= {1, 3, 5} and {c.entry for c in calls} == {"select", "full", "fused"}
     extra = set(warmup.variants(calls, H200)) - set(warmup.variants(warmup.warm_calls(fused=True), H200))
     assert any("BS=64" in k for k in extra) and any("HAS_START=1" in k for k in extra), sorted(extra)
+
+
+def test_warmup_verify_lists_every_variant_the_correctness_run_launches(monkeypatch):
+    """``dsa-lab verify --scale gpu`` runs only warmed kernels after ``dsa-lab warmup --fused --verify``: its own code
+    path (:func:`dsa_lab.bench.verify.run_arm`, every matrix case and a sample of fuzz draws, every default arm) is
+    recorded on ``meta`` tensors with the H200's facts, and every launch must be in the warmup's list."""
+    import torch
+
+    from dsa_lab import _checks, _impl
+    from dsa_lab.bench import verify
+    from dsa_lab.bench.shapes import MATRIX
+    from dsa_lab.kernels import recording
+
+    listed = set(warmup.variants(list(dict.fromkeys(warmup.warm_calls(fused=True) + warmup.verify_calls())), H200))
+    monkeypatch.setattr(_impl, "facts_for", lambda t: H200)
+    monkeypatch.setattr(_impl, "triton_usable", lambda device: True)
+    monkeypatch.setattr(_checks, "capturing", lambda: True)  # no value checks: nothing to read on meta tensors
+    gen = torch.Generator().manual_seed(0)
+    cases = list(MATRIX) + [verify.random_case(gen, 8192, 64) for _ in range(200)]
+    meta = torch.device("meta")
+    missing = {}
+    for case in cases:
+        g = case.rows // case.row_repeat
+        inp = {"x": torch.empty((case.rows, case.width), device=meta),
+               "ends": torch.empty((g,), dtype=torch.int32, device=meta),
+               "starts": torch.empty((g,), dtype=torch.int32, device=meta) if case.starts else None}
+        for arm in ("triton", "triton_fused"):
+            if verify.arm_serves(arm, case):
+                with recording() as rec:
+                    verify.run_arm(case, inp, arm)
+                missing.update({warmup.variant_key(x): case for x in rec if warmup.variant_key(x) not in listed})
+    assert not missing, [(c.name, k) for k, c in missing.items()][:3]
