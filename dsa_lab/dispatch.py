@@ -35,7 +35,7 @@ flags                       unfused: zeroed by the scores launch, set by    640 
                             fused > 2 x SM rows: the flags kernel after     radix: one scores variant, not timed apart
 stage A in the scores       at most SMs / 4 rows (hier, k <= 256): the      1 x 256K full 14.5 -> 11.6 µs; lost at
 launch                      scores launch stores stage A's keys, one        160-640 rows; one program per tile: 32 x
-                            program per tile (no loop), the select runs B-D 256K 27.4 -> 22.1 µs, 1 x 256K 13.1 -> 11.5
+                            program per tile (no loop), the select runs B-D 256K 26.2 -> 22.1 µs, 1 x 256K 13.0 -> 11.5
 dependent launch            the hier select launched as a programmatic      1-24 rows 0.4-0.8 µs faster; 32-320 rows
                             dependent of the scores launch (sm_90+); the    of 4K-16K lose up to 17% unless the
                             scores grid (without stage A) 12 x SM programs  scores grid is smaller (4K 40 rows 7.6 ->
