@@ -3,10 +3,23 @@
 #
 # Decode has 1–640 rows (concurrency × next_n), usually fewer than the GPU's multiprocessors (132 on an H200).
 # One program per row leaves most of the GPU idle at low concurrency and makes a long row a serial scan; splitting
-# a row across programs fills the GPU but adds a **merge** — and the merge, not the scan, is what a long single
-# row pays for (docs/design.md §6: a plain split-and-merge over 32768 blocks costs 14 µs at best, up to 47–60 µs with 128
-# programs). This notebook shows where the curves cross, the rule the kernel uses, and how close every measured
-# point is to the roofline set by **measured** ceilings.
+# a row across programs fills the GPU but adds a **merge**, and for a long single row the merge, not the scan, is
+# the cost (`docs/design.md` §6: a plain split-and-merge `tl.topk` over 32768 blocks costs 14 µs at best, 47–60 µs
+# with 128 programs). This notebook makes the case for how the kernels spend the GPU, one claim per section, each
+# backed by a proof, a recorded H200 measurement from `data/h200/`, or a plot:
+#
+# 1. **The rule**: the launch comes from shapes and the SM count; each row's split from its live extent, on the device.
+# 2. **Time vs rows**: few rows are bound by a chain of dependent steps, many rows by bytes.
+# 3. **Tile vs context**: the default kernel has no tile width to tune per context.
+# 4. **Large k**: a radix select replaces sorting for k > 512 (and for k = 257–512 at few rows).
+# 5. **Short rows**: shorter chains, chosen per row on the device.
+# 6. **One row**: the floor of a dependent `tl.topk` chain, and what lies below it outside Triton.
+# 7. **Fused or unfused**: measured, and the unfused composition won.
+# 8. **The roofline**: every point against measured ceilings, and where the largest point's time goes.
+#
+# Then one table of what was tried and lost, and a live widget. The kernels and the dispatch are described in
+# `docs/design.md` §7 (the rules, each with its measurement: the docstring of `dsa_lab/dispatch.py`); the
+# measurement conventions in §5; the history of every version in `notes/select_kernel.md`.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -18,23 +31,31 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")  # before dsa_lab is imported
 
 import dsa_lab
+from dsa_lab.bench import report
 from dsa_lab.workbook import proofs, viz
 
 viz.setup("none")
 print(viz.backend_banner())
 sweep = viz.load_records("select_sweep")
 seed_speedup = viz.load_records("speedup_by_context", gpu="mi355x_seed")
+idx = report.index(sweep[0]) if sweep[0] else {}
 print(viz.record_status(sweep))
 
+
+def dev(run):
+    """A dev run's record (data/h200/tune_dev/): one CSV and its metadata per run."""
+    return f"tune_dev/tune_dev_{run}"
+
 # %% [markdown]
-# ## The rule: the grid from shapes and the SM count, the split from the live extent
+# ## 1. The rule: the grid from shapes and the SM count, the split from the live extent
 #
-# `dsa_lab.dispatch` fixes the launch from **shapes and the SM count only**, so a call captures in a
-# CUDA graph and a replay with other lengths stays exact: about `2 × SMs` programs in all (`P ≈ 2·SMs // rows`
-# per row), capped so that every program has enough columns to stream. Each program then reads its row's live
-# extent **on the device**: a short row is handled by one program with no merge, and only a long row spreads
-# across its `P` programs and pays a merge. How the kernel derives and merges (from its own docstring, so this
-# stays in sync with the code):
+# **Claim.** `dsa_lab.dispatch` fixes the launch from **shapes and the SM count only**: about `2 × SMs` programs in
+# all (`P ≈ 2·SMs // rows` per row), capped so that every program has enough columns to stream. Each program then
+# reads its row's live extent **on the device**: a short row is handled by one program with no merge, and only a
+# long row spreads across its `P` programs and pays a merge.
+#
+# **Evidence.** How the default kernel derives and merges, from its own docstring (so this stays in sync with the
+# code):
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -45,21 +66,32 @@ print(hier.__doc__)
 # %% [markdown]
 # What a select launches on an H200 (132 SMs, or the SM count of the recorded run) at k = 64 and k = 2048, over a
 # 32768-block workspace: each kernel, its grid and programs per row, and the constexprs that pick its compiled
-# variant (the same at every row count) — deterministic, compared by nbval:
+# variant. The constexprs are the same at every row count. At k = 2048 the split radix select is one kernel launched
+# once per digit step (`launches`); at 640 rows it is one program per row, in one launch:
 
 # %%
 sm = (sweep[1] or {}).get("sm_count") or 132
 print(f"SM count used: {sm}")
 print(proofs.format_table(viz.split_rule_rows(sm, k=64)))
 print()
-print(proofs.format_table(viz.split_rule_rows(sm, k=2048)))
+launches = {}  # at k = 2048 each split radix step is a launch of the same kernel: one line per kernel, counted
+for r in viz.split_rule_rows(sm, k=2048):
+    launches[tuple(r.items())] = launches.get(tuple(r.items()), 0) + 1
+print(proofs.format_table([{**dict(key), "launches": n} for key, n in launches.items()]))
 
 # %% [markdown]
-# ## Time vs rows: where one program per row and split rows cross
+# **What it means.** Nothing on the host depends on values, so a call captures in a CUDA graph and a replay with
+# other lengths stays exact. The compiled variants depend on a few constexprs (the k bucket, the stage, alignment),
+# not on rows or lengths, so `dsa-lab warmup` can compile the whole set ahead of use.
 #
-# From the recorded sweep: at 1–8 rows the split path keeps the GPU busy and the time is set by the merge; from a
-# few hundred rows one program per row already fills the SMs and the time follows the bytes. The dotted line marks
-# the SM count.
+# ## 2. Time vs rows: where split rows and one program per row cross
+#
+# **Claim.** At few rows the split keeps the GPU busy and the time is set by the chain of dependent steps after the
+# stream (launch, merge, top-k stages), so it hardly grows with rows. From about as many rows as SMs, one program
+# per row fills the GPU by itself, and as rows grow the time follows the bytes.
+#
+# **Evidence.** The recorded sweep (select stage, k = 64), at 64K and 256K context. The dotted line marks the SM
+# count.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -70,190 +102,204 @@ viz.time_vs_rows_figure(*sweep, context=65536)
 viz.time_vs_rows_figure(*sweep, context=262144)
 
 # %% [markdown]
-# ## Tile choice vs context
-#
-# The seed's own open point (MI355X, transcribed): a 1024-wide tile helps 64K context but hurts 4K. The default
-# kernel for k <= 512 ("hier", `dsa_lab.kernels.hier`) has no single tile to choose: a row of at most 512 live columns
-# takes one direct 512-key top-k (short contexts pay for nothing wider), longer rows are streamed in super groups
-# (64 columns at k <= 64) by programs that each take at least 1024 columns, split from the row's live extent on the
-# device, and the last program ranks group maxima (three 512-key top-k whatever the context). Its cost is set by
-# the live extent and by `next_pow2(k)` — which is where it breaks down at large k (next section).
+# The same record at representative points, with each point's bytes floor (`max(launch, bytes / measured
+# bandwidth)`) and the fraction of it reached (`roofline frac`, 1.0 = on the roofline):
 
 # %%
-# NBVAL_IGNORE_OUTPUT
+print(viz.record_label(sweep[1], sweep[2]) if sweep[0] else "NO RECORD")
+print(report.representative_table(idx, "select") if sweep[0] else "NO RECORD")
+
+# %% [markdown]
+# **What it means.** From 1 to 32 rows the time stays nearly flat, far above a floor of one launch: the chain sets
+# it. At 640 rows the 256K point moves toward its bytes floor. So the split is worth its merge only while the GPU
+# would otherwise idle. From about as many rows as SMs the plan gives one program per row and no merge. The
+# one-row chain is the subject of section 6.
+#
+# ## 3. Tile choice vs context: no tile to choose
+#
+# **Claim.** The seed's own open point (MI355X, transcribed) was a tile width that helps 64K context but hurts 4K.
+# The default kernel for k ≤ 512 ("hier", `dsa_lab.kernels.hier`) has no single tile to choose. A row of at most
+# 512 live columns takes one direct 512-key top-k, so short contexts pay for nothing wider. Longer rows are streamed
+# in super groups (64 columns at k ≤ 64) by programs that each take at least 1024 columns. The last program ranks
+# group maxima: three 512-key top-k stages whatever the context. The cost is set by the live extent and by
+# `next_pow2(k)`.
+#
+# **Evidence.** The seed's note, then the speedup over `torch.topk` per context: this project's H200 sweep beside the
+# seed's MI355X medians. The GPUs differ, so compare the shape across contexts, not the absolute numbers.
+
+# %%
 tile_note = viz.load_records("tile_note", gpu="mi355x_seed")
 print(viz.record_label(tile_note[1], tile_note[2]))
 print(proofs.format_table(tile_note[0]) if tile_note[0] else "NO RECORD")
 
+# %%
+# NBVAL_IGNORE_OUTPUT
+viz.seed_comparison_figure(sweep, seed_speedup)
+
+# %%
+print("this project, select stage:")
+print(proofs.format_table(viz.speedup_rows(sweep[0])) if sweep[0] else "NO RECORD")
+print("this project, full stage:")
+print(proofs.format_table(viz.speedup_rows(sweep[0], stage="full")) if sweep[0] else "NO RECORD")
+print(viz.record_label(seed_speedup[1], seed_speedup[2]) + ":")
+print(proofs.format_table(seed_speedup[0]) if seed_speedup[0] else "NO RECORD")
+
 # %% [markdown]
-# ## Large k: when sorting stops paying
+# **What it means.** The speedup still falls with context, because a longer row streams more bytes while `torch.topk`
+# costs the same over the padded width. But no context is traded against another through a tile width. Where the
+# hier kernel does break down is large k (next section).
 #
-# At k = 2048 the hier kernel's groups shrink to 2 x 2 and its last stage is one program running a bitonic top-k
-# over up to 8192 keys: the first recorded sweep had it *slower* than `torch.topk` at 64K and 256K context. A radix select (`dsa_lab.kernels.radix`) finds the k-th key digit by digit from histograms and never
-# sorts. The first dev run on the H200 timed it beside the default kernel and torch on the sweep's inputs (every
-# output checked against the exact reference first); best of its two tile sizes:
+# ## 4. Large k: a radix select instead of sorting
+#
+# **Claim.** At k = 2048 the hier kernel's groups shrink to 2 × 2 and its last stage is one program running a
+# bitonic top-k over up to 8192 keys. That is slower than `torch.topk` at 64K and 256K context. A radix select
+# (`dsa_lab.kernels.radix`) finds the k-th key digit by digit from histograms and never sorts.
+#
+# **Evidence.** A dev run timed both beside torch on the sweep's inputs, every output checked against the exact
+# reference first (best of the radix select's two tile sizes, normal values):
 
 # %%
 radix = viz.load_records("radix_dev")
 print(viz.record_label(radix[1], radix[2]) if radix[0] else "NO RECORD")
-print(proofs.format_table(viz.radix_dev_rows(radix[0])) if radix[0] else "NO RECORD")
+print(proofs.format_table([r for r in viz.radix_dev_rows(radix[0]) if r["dist"] == "normal"])
+      if radix[0] else "NO RECORD")
 
 # %% [markdown]
-# A second run (`scripts/gpu_tune_dev.py`, section A) put the three radix forms side by side: `r30` every digit
-# over the row, `r31` two passes over the row then the threshold bin's list (`r31_t4096`: wider tiles), `r32` the
-# row split over programs (two launches). The compacting and split forms win on continuous values at 256K, but
-# when values tie or share their top digit (`equal`, `shifted`: a list as long as the row) they lose up to 2x —
-# and a dispatch rule sees shapes, not values. So `impl="triton"` took **`r30` for k > 512**
-# (`dispatch.RADIX_MIN_KP = 1024`) and hier below, where hier won at 4K and 256K and tied at 64K (k = 512).
+# Radix wins at every k = 2048 point. At k = 512 it wins at 16K–64K and loses at 4K and 256K, and at k = 64 it loses
+# almost everywhere. With one program per row, though, a 256K row is still streamed several times. A second dev run
+# split every digit pass over the row's programs (`r33`), against one program per row (`r30`), the hier kernel
+# (`hier`) and hier with register radix stages (`rsel`):
 
 # %%
-tuneA = viz.load_records("tune_dev/tune_dev_A")
-print(viz.record_label(tuneA[1], tuneA[2]) if tuneA[0] else "NO RECORD")
-if tuneA[0]:
-    print(proofs.format_table(viz.variant_rows(tuneA[0], ["torch", "hier", "r30", "r31", "r31_t4096", "r32"], k=2048)))
+radix_split = viz.load_records(dev("F"))
+print(viz.record_label(radix_split[1], radix_split[2]) if radix_split[0] else "NO RECORD")
+if radix_split[0]:
+    print(proofs.format_table(viz.variant_rows(radix_split[0], ["torch", "hier", "rsel", "r30", "r33"],
+                                               dist="normal")))
 
 # %% [markdown]
-# The sweep recorded with that dispatch met the k = 2048 median target but not everywhere: at 256K one program per
-# row still streamed 32768 keys about six times (170 µs at 1 row; torch 62). Splitting *every* digit pass over the
-# row's programs — one launch per digit, each program summing the per-program histograms of the launch before, no
-# atomics (`parallel=True`, v3.3) — was then timed (section F): 1 x 256K in 24 µs, but on short rows its five
-# launches cost more than v3.0's whole row (`r33` vs `r30` at 16K).
+# The split wins by a wide margin at 1–32 rows of 64K–256K, at k = 512 as well as at k = 2048. It loses at 160 rows
+# and more, and on short rows, where its launches cost more than the row's whole select. So the dispatch
+# (`docs/design.md` §7) takes the radix select for k > 512, and for k = 257–512 when the call has few enough rows to
+# split. With several programs per row it splits every digit pass over them: one kernel launched once per step,
+# each program adding its histogram to the row's totals. A row of at most `RADIX_SHORT` live columns, read on the
+# device, is selected whole by one program in the first launch. The current record, per k and context (every value
+# distribution), and at k = 2048 and 256K per row count:
 
 # %%
-tuneF = viz.load_records("tune_dev/tune_dev_F")
-print(viz.record_label(tuneF[1], tuneF[2]) if tuneF[0] else "NO RECORD")
-if tuneF[0]:
-    print(proofs.format_table(viz.variant_rows(tuneF[0], ["torch", "hier", "rsel", "r30", "r33"], dist="normal")))
+print(report.k_table(idx, "select") if sweep[0] else "NO RECORD")
+print("k = 2048, 256K context, select stage, by rows:")
+print(proofs.format_table(viz.speedup_rows(viz.select_rows(sweep[0], context=262144), k=2048, by="rows"))
+      if sweep[0] else "NO RECORD")
 
 # %% [markdown]
-# So the dispatch (`dsa_lab.dispatch`) became, from shapes only: for k > 512, and for k = 257-512 when the call
-# has fewer rows than SMs, the radix select — **split over programs (v3.4)** when the plan gives several programs
-# per row, where a row of at most `RADIX_SHORT` live columns (read on the device) is selected whole by one program in
-# the first launch and skipped by the others; v3.0 otherwise. Section H timed that default against v3.0: the long
-# rows gain 2-7x, the short ones pay ~8 µs of skipped launches (13.7 vs 5.9 µs at 4K and 16K) — still ~4x faster
-# than torch. The hier kernel's own stages can also take a register radix select instead of a bitonic top-k
-# (`rsel`, section G): slower at k = 64, faster at k = 512 with many rows, so it is on from k = 512.
-
-# %%
-tuneH = viz.load_records("tune_dev/tune_dev_H")
-print(viz.record_label(tuneH[1], tuneH[2]) if tuneH[0] else "NO RECORD")
-if tuneH[0]:
-    print(proofs.format_table(viz.variant_rows(tuneH[0], ["torch", "default", "r30", "hier"], stage="select")))
-
-# %% [markdown]
-# ## Fewer dependent steps: the short chains (k = 64, 16K-64K)
+# **What it means.** Large k is a different algorithm, picked from shapes alone. It is not a bigger sort. The weak
+# spot left is long rows at many rows: at 256K from about a hundred rows the radix select, one program per row
+# or a few, streams each row several times, and it is slower than `torch.topk` there.
 #
-# At k = 64 every row longer than 512 blocks took the whole hier chain: stage A split over programs, an arrival
-# counter, then B-D in the last program to arrive — about 10 µs at 16K whatever the row count. But a row of at most
-# KP super groups (4096 blocks at k = 64) has every super group chosen anyway, so stage A buys nothing: one program
-# can run C-D over the row alone (`short_chain`, decided on the device from the row's extent). Section K timed it
-# against the stage-A chain (`chain_a`) on the same inputs (predicted 10.0 → ~5.5 µs at 1 row; measured 7.7):
-
-# %%
-tuneK = viz.load_records("tune_dev/tune_dev_K")
-print(viz.record_label(tuneK[1], tuneK[2]) if tuneK[0] else "NO RECORD")
-if tuneK[0]:
-    print(proofs.format_table(viz.variant_rows(tuneK[0], ["torch", "default", "chain_a"], stage="select", k=64)))
-
-# %% [markdown]
-# Section L then made the super groups twice as wide (8 x 16, `group2=16`) so that the short chain covers 64K rows
-# too: 64K gained (12.4 → 9.9 µs at 1 row, 44 → 32 at 640 rows) but 256K, which still takes the chain, lost (its
-# stage C then ranks 1024 level-1 maxima instead of 512). A shape rule cannot tell 64K from 256K (the width is the
-# same), so the kernel now carries a *second* short chain with the wider groups, taken on the device only by rows it
-# covers (`HIER_SHORT_CHAIN2`, unfused only: the fused kernel's single program then reads 256 KB of logits and lost
-# at 1 row, 25 → 43 µs).
-
-# %%
-tuneL = viz.load_records("tune_dev/tune_dev_L")
-print(viz.record_label(tuneL[1], tuneL[2]) if tuneL[0] else "NO RECORD")
-if tuneL[0]:
-    print(proofs.format_table(viz.variant_rows(tuneL[0], ["torch", "default", "g2_16"], stage="select", k=64)))
-
-# %% [markdown]
-# ## Fused or unfused: measured, not assumed
+# ## 5. Short rows: shorter chains, chosen on the device (k = 64)
 #
-# The fused kernel reads each row's logits once and never writes block scores; the unfused composition writes
-# and re-reads them (~1/8 of the logits' bytes at block_size 8). Section E of the same dev script timed both on
-# the full stage (k = 64), after the bounded scores kernel learned to skip programs wholly past a row's extent
-# (its `scores` stage in `step_breakdown.csv` had cost about the same at 640 rows whatever the context). The fused
-# kernel's streaming stage turned out slower per logit than the scores kernel: fused wins only at 4K–16K context with 160–640 rows, which a rule on shapes (the
-# width is the same at every context) cannot tell apart, so `impl="triton"` takes the unfused composition and the
-# fused kernel stays an arm of its own (`impl="triton_fused"`). (The fused columns of this dev run belong to a
-# variant with 32-bit offsets that was slower than the kept fused kernel and was reverted; the recorded sweep
-# after it compares the final arms.)
+# **Claim.** The main chain is stage A (the row streamed by its programs, one key per super group), an arrival
+# counter, then B–D in the last program. A row of at most KP super groups (4096 blocks at k = 64) has every super
+# group chosen anyway, so stage A buys nothing. One program runs C–D over the row alone (the *short chain*). Two more
+# chains of the same kind extend this. A wide one with super groups twice as wide (8 × 16) covers 64K rows; its
+# stage C ranks 1024 level-1 keys, in adjacent pairs first. A narrow one with level-1 groups of 4 covers rows of at
+# most 2048 blocks (16K). Which chain a row takes is decided on the device from that row's extent.
+#
+# **Evidence.** Dev runs at the kernels of their day (absolute times predate later changes; the comparison is within
+# each run, same process, same inputs). At 16K the short chain (`default`) against the stage-A chain (`chain_a`):
 
 # %%
-tuneE = viz.load_records("tune_dev/tune_dev_E")
-print(viz.record_label(tuneE[1], tuneE[2]) if tuneE[0] else "NO RECORD")
-if tuneE[0]:
-    print(proofs.format_table(viz.variant_rows(tuneE[0], ["torch", "fused_nw4", "fused_nw8", "unfused"], stage="full")))
+tune16 = viz.load_records(dev("K"))
+print(viz.record_label(tune16[1], tune16[2]) if tune16[0] else "NO RECORD")
+if tune16[0]:
+    print(proofs.format_table(viz.variant_rows(tune16[0], ["torch", "default", "chain_a"], stage="select", k=64)))
 
 # %% [markdown]
-# Flags (`candidate_flags`) can be written by the select kernel itself (`select_candidate_blocks(with_flags=True)`:
-# each of a row's programs zeroes a slice of its flags before it arrives, the program that finishes the row sets
-# the chosen bytes — no memset, no flags launch). Section I timed both with every flags byte checked; it was cut by
-# its time box after three 4K points, all faster folded, so the sweep's `full` arms take the flags that way. In the
-# recorded sweep the fused arm then turned out much slower at 640 rows than before (`notes/select_kernel.md`): the
-# fused-over-default ratios below include that.
+# The wider super groups everywhere (`g2_16`) against the kernel without them (`default`): 64K rows gain (they now
+# take a short chain) but 256K rows, which still take the main chain, lose (stage C ranks 1024 level-1 maxima instead
+# of 512). A rule on shapes cannot tell the two apart, since the width is the same. So the wide groups live only in a
+# chain that a row takes when its own extent fits:
 
 # %%
-tuneI = viz.load_records("tune_dev/tune_dev_I")
-print(viz.record_label(tuneI[1], tuneI[2]) if tuneI[0] else "NO RECORD")
-if tuneI[0]:
-    print(proofs.format_table(viz.variant_rows(tuneI[0], ["torch", "sep_unfused", "fold_unfused", "sep_fused", "fold_fused"], stage="full")))
+tune64 = viz.load_records(dev("L"))
+print(viz.record_label(tune64[1], tune64[2]) if tune64[0] else "NO RECORD")
+if tune64[0]:
+    print(proofs.format_table(viz.variant_rows(tune64[0], ["torch", "default", "g2_16"], stage="select", k=64)))
 
 # %% [markdown]
-# That slowdown was measured in one process in section K: at 160-640 rows the fused kernel ran one program per row
-# (a device under-filled at 160 rows, 1.2 waves at 640) and the flags written inside it cost more than the flags
-# kernel after it. So the fused plan now takes at least 4 programs per row, and the flags kernel beyond twice as
-# many rows as SMs (`fold_fused_pP_nwW`: P programs per row, W warps, flags in the kernel; `sep_fused`: the flags
-# kernel). The fused kernel still loses to the unfused composition at 256K: its stream is the slow part.
+# And the check that the chains earn their code: both short chains compiled out (`chains_off`) against the kernel
+# with them (`default`; `fast` adds the unmasked whole-tile loads that the kernel also kept):
 
 # %%
-if tuneK[0]:
-    print(proofs.format_table(viz.variant_rows(tuneK[0], ["torch", "fold_unfused", "sep_fused", "fold_fused",
-                                                          "fold_fused_p4_nw4", "fold_fused_p8_nw4",
-                                                          "fold_fused_p4_nw8"], stage="full")))
-
-# %% [markdown]
-# Why is the fused stream slow? Section M (sixth session) tried the cheapest suspect first: a tile's bounds mask
-# `c < end` has constancy 1, so every logit was a 4-byte load (the sm_90 PTX shows 32 `ld.global.b32` per thread
-# per tile). Tiles wholly inside the row's live extent now load without it (`fast_a`: 16-byte loads), and so can
-# the scores kernel's (`scores_whole`). Outcome: the select stage at 640 x 256K 85.7 → 79 µs and the fused full
-# stage 459 → 411, but the fused kernel at 160 rows lost (161 → 207), so `fast_a` is on only beyond twice as many
-# rows as SMs; the fused stream stayed near 1.6 TB/s, so the load width was not its limit. `chains_off` is the
-# 256K check of the fifth session's 2-4% regression: with both short chains compiled out, 256K is ~1% faster (1 row
-# 12.4 vs 12.7 µs) and 64K much slower (9.7 → 12.0): the chains stay.
-
-# %%
-tuneM = viz.load_records("tune_dev/tune_dev_M")
-print(viz.record_label(tuneM[1], tuneM[2]) if tuneM[0] else "NO RECORD")
-if tuneM[0]:
-    print(proofs.format_table(viz.variant_rows(tuneM[0], ["torch", "fold_unfused", "fold_unfused_fast",
-                                                          "fold_fused", "fold_fused_fast", "fold_fused_fast_p8"],
-                                               stage="full")))
-    print(proofs.format_table(viz.variant_rows(tuneM[0], ["torch", "default", "fast", "chains_off"], stage="select",
+chains = viz.load_records(dev("M"))
+print(viz.record_label(chains[1], chains[2]) if chains[0] else "NO RECORD")
+if chains[0]:
+    print(proofs.format_table(viz.variant_rows(chains[0], ["torch", "default", "fast", "chains_off"], stage="select",
                                                k=64)))
 
 # %% [markdown]
-# Section N then put stage A in a launch of its own (`two_phase`: B-D, and the direct / short-chain rows, in a
-# second launch with one program per row), so that stage A runs with its own registers (80 at 4 warps instead of
-# 96) and code (2.2K PTX lines instead of 29K). The fused stream did not speed up (640 x 256K 411 → 477 µs), so
-# neither occupancy nor code size was its limit either; the option stays off (`data/h200/tune_dev/check_N.log`: the
-# run's printout; its CSV did not come back from the device).
+# **What it means.** Without the chains, 64K rows are much slower, and 256K rows are within a few percent either
+# way. The chains stay. They cost nothing on the host, because each row picks its own chain on the device.
+#
+# ## 6. One row: the floor of a dependent chain
+#
+# **Claim.** At one row the select is a chain of dependent steps, not a stream. With `tl.topk` as the selection
+# step, that chain has a floor of its own, whatever the bytes.
+#
+# **Evidence.** `scripts/gpu_latency_ladder.py` times the chain's steps alone (`dsa_lab.bench.latency`: one program
+# per launch, each stage's load depending on the previous stage's top-k, every output checked against `torch.topk`),
+# beside the 1-row select in the same process. The `640 programs` cases run the same chain in 640 programs at once
+# (one per row, as the hier kernel runs it beyond the SM count). That is the chain's throughput at the 640 × 256K
+# point, set beside that point's bytes floor.
+
+# %%
+lat = viz.load_records("latency_ladder")
+f640 = idx.get(("triton", "select", 262144, 128, 5, 64, "normal"), {}).get("floor_us")
+print(report.latency_section(lat[0], lat[1] or {}, lat[2], "###", f640) if lat[0] else "NO RECORD")
 
 # %% [markdown]
-# ### Seventh session: it was the tile's layout
+# Is that limit Triton's or the GPU's? `scripts/gpu_cuda_select_probe.py` answers by measurement with two selects
+# written in CUDA C++ (`scripts/cuda/`), checked against the reference before they are timed beside the Triton
+# default. The first is one CTA per row. The second spreads one row over a cluster of 8 CTAs that exchange warp
+# maxima and candidates through distributed shared memory; it handles only the common rows and visibly refuses the
+# rest:
+
+# %%
+probe = viz.load_records("cuda_probe/cuda_probe")
+print(report.cuda_probe_section(probe[0], probe[1] or {}, probe[2], "###") if probe[0] else "NO RECORD")
+
+# %% [markdown]
+# **What it means.** One CTA per row is no faster than Triton at 16K and 256K, because a single SM issues all the
+# work. Going below the `tl.topk` chain's floor needs the cluster's explicit exchange, which `triton.language` does
+# not offer. So the package stays Triton-only (`docs/design.md` §7, targets), and the probe stays outside it. The
+# per-step costs are in `notes/select_kernel.md`.
 #
-# With the load width and the occupancy ruled out, `scripts/gpu_stagea_dev.py` took stage A out of the kernel: each
-# variant is a stand-alone kernel that streams whole rows and writes exactly what stage A writes (every level-1 and
-# super group's best key), checked on every slot against a torch reference before it is timed. `cur` is the kernel's
-# formulation: a 3-D `[NT, S, BS]` tile of pointers. Its compiled layout (triton 3.6, sm_90) spreads a warp over
-# eight super groups 2 KB apart, and its keys took a float round trip and two reductions per group. `flat` loads
-# the same logits as one contiguous 1-D vector reshaped to `[level-1 group, block, logit]`, so the layout follows
-# memory order (a warp reads 512 contiguous bytes); `flat_hi` also keeps the block maxima as ordered integers and
-# forms each level-1 key as one int64 max. `scores` and `read` drop the keys (timing only) and show the ceiling of
-# this loop shape. Per shape and variant, the fastest configuration:
+# ## 7. Fused or unfused: measured, not assumed
+#
+# **Claim.** The fused kernel reads each row's logits once and never writes block scores. The unfused composition
+# (bounded scores kernel → select → flags) writes them and reads them back, each pass 1/8 of the logits' bytes at
+# block_size 8. On bytes alone the fused kernel should win. Measured, it does not, so `impl="triton"` takes the
+# unfused composition and the fused kernel stays an arm of its own (`impl="triton_fused"`).
+#
+# **Evidence.** The recorded sweep, full stage (logits → candidates → flags), k = 64: the fused arm's speedup over
+# the default (unfused) arm per context (below 1 = fused slower), then both arms at representative points with the
+# default arm's floor:
+
+# %%
+print(viz.record_label(sweep[1], sweep[2]) if sweep[0] else "NO RECORD")
+print(report.fused_table(idx) if sweep[0] else "NO RECORD")
+print(report.representative_table(idx, "full") if sweep[0] else "NO RECORD")
+
+# %% [markdown]
+# Why the fused stream is slow was measured, not guessed. Unmasked 16-byte loads moved it little
+# (`notes/select_kernel.md`, v2.4), and stage A in a launch of its own with fewer registers did not help either (the
+# table at the end). A stand-alone kernel that does exactly stage A's work, checked on every slot against a torch
+# reference, then isolated the cause: the tile's layout. `cur` is the old formulation, a 3-D `[NT, S, BS]` tile of
+# pointers whose compiled layout spreads a warp over eight super groups 2 KB apart. `flat` loads the same logits as
+# one contiguous 1-D vector reshaped to `[level-1 group, block, logit]`. `flat_hi` also keeps block maxima as
+# ordered integers, one int64 max per level-1 key. `scores` and `read` drop the keys (timing only) and give the
+# ceiling of this loop shape. Per shape and variant, the fastest configuration:
 
 # %%
 stagea = viz.load_records("tune_dev/stagea_dev")
@@ -262,260 +308,29 @@ if stagea[0]:
     print(proofs.format_table(viz.stagea_rows(stagea[0])))
 
 # %% [markdown]
-# `flat_hi` went into the kernel (`_l1_keys_whole`, whole tiles at a power-of-two block size; the row's last tile
-# keeps the exact mask). Section O timed the whole fused kernel with it against the unfused composition (full stage
-# with flags; `fold_fused` the default plan of its commit, `_fast` whole tiles forced on, `_w8` 8 warps, `_p8` 8
-# programs per row): whole tiles now win at every row count, and 8 warps up to one row per SM, so those are the
-# fused defaults. The fused kernel still trails the unfused composition at 64K-256K beyond a few rows (its B-D
-# chain at 4 warps), and section P's two launches did not change that (`data/h200/tune_dev/tune_dev_P.csv`).
+# **What it means.** The kernel now loads whole tiles as `flat_hi` does (`_l1_keys_whole`), close to the bare read
+# at 160–640 rows. The fused arm still loses at almost every point of the record, so the default stays unfused:
+# the choice comes from the table above, not from counting bytes. The fused kernel stays an arm of its own,
+# measured in every sweep.
+#
+# ## 8. The roofline, with measured ceilings
+#
+# **Claim.** Every point is placed against `floor = max(launch time in a graph, bytes / streaming bandwidth)`, with
+# both ceilings measured on the same GPU in the same run (`docs/design.md` §5). Few-row points sit far from the floor,
+# because the chain of section 6 sets them. The largest points come closest, and what is left there is the scores
+# stream itself.
+#
+# **Evidence.** The ceilings of the record, then every sweep point (circles: the `select` stage; diamonds: the
+# `full` stage, fused and unfused Triton arms side by side), then the fraction of the floor reached per stage and arm:
 
 # %%
-tuneO = viz.load_records("tune_dev/tune_dev_O")
-print(viz.record_label(tuneO[1], tuneO[2]) if tuneO[0] else "NO RECORD")
-if tuneO[0]:
-    print(proofs.format_table(viz.variant_rows(tuneO[0], ["torch", "fold_unfused", "fold_fused", "fold_fused_fast",
-                                                          "fold_fused_fast_w8", "fold_fused_fast_p8"],
-                                               stage="full", dist="normal")))
-
-# %% [markdown]
-# ### Eighth session: idle programs, flag bytes and a narrower chain
-#
-# Three costs outside the chains themselves, found by section Q (`data/h200/tune_dev/check_Q.log`, the run's
-# printout) and confirmed by section R below:
-#
-# * the bounded scores kernel launched one program per 512-block tile of the **padded** width: at 640 rows of a
-#   262144-wide tensor that is 40,960 programs, 40,320 of them idle at 4K context. Now about 32 x SM programs in all
-#   stride over each row's tiles (`dispatch.SCORES_MULT`): 640 x 4K full stage 44.7 → 19 µs. At 256K, where
-#   every tile is live, fewer programs stream a little worse (640 rows 272 → 289 µs in the sweep);
-# * the select kernel's one program per row zeroed all `n + 1` flag bytes before its chain, one byte per lane; the
-#   unfused composition now has the scores launch's many programs zero them (`UNFUSED_FLAGS_IN_SCORES`), and the
-#   fused kernel zeroes 8-byte words (`HIER_FLAGS_WIDE`);
-# * at 16K context (2048 blocks) the short chain's stages C and D each ranked 512 keys. A third short chain, decided
-#   on the device like the other two, takes level-1 groups of 4 for rows of at most 2048 blocks: C ranks 512
-#   level-1 maxima, D only 256 blocks (`HIER_SHORT_CHAIN3`; select 16K 1 row 7.7 → 4.9 µs in section Q).
-#
-# `fold_unfused_new` is the unfused composition with all three (scores at 16 x SM programs), `_new32` with 32 x SM
-# (the default now); `fold_fused_new` the fused kernel with word-wise flags and the third chain, which lost at 640
-# rows (its extra chain's code slows stage A), so the fused kernel does not take that chain.
-
-# %%
-tuneR = viz.load_records("tune_dev/tune_dev_R")
-print(viz.record_label(tuneR[1], tuneR[2]) if tuneR[0] else "NO RECORD")
-if tuneR[0]:
-    print(proofs.format_table(viz.variant_rows(tuneR[0], ["torch", "fold_unfused", "fold_unfused_new",
-                                                          "fold_unfused_new32", "fold_fused", "fold_fused_new"],
-                                               stage="full", dist="normal")))
-
-# %% [markdown]
-# ### Ninth session: the last levers at 256K
-#
-# Section S timed the scores launch's remaining knobs at the one shape where every tile is live (16 / 64 x SM
-# programs, one program per padded tile, 1024-block tiles, 8 warps, unmasked whole tiles) and level-1 groups of 4 for
-# the 64K / 256K chains; section T the unfused stage A's tile (64-256 super groups per loop iteration) and two programs
-# per row for the 256K select. None is taken: the per-tile grid wins back ~8 µs at 640 x 256K and loses 19-25 µs at
-# 640 rows of 4K-64K; groups of 4 lose at 64K and 256K (stage B then ranks 1024 super maxima); larger stage-A tiles
-# lose (more registers, fewer resident programs), so that stream is not short of bytes in flight. Section U: the select
-# kernel at 4 / 16 warps loses; stage A in a launch of its own gains 2-4% at 320-640 x 256K (and loses at 64K).
-
-# %%
-tuneS = viz.load_records("tune_dev/tune_dev_S")
-print(viz.record_label(tuneS[1], tuneS[2]) if tuneS[0] else "NO RECORD")
-if tuneS[0]:
-    print(proofs.format_table(viz.variant_rows(tuneS[0], ["fold_unfused", "fold_unfused_m16", "fold_unfused_m64",
-                                                          "fold_unfused_grid", "fold_unfused_t1024",
-                                                          "fold_unfused_whole", "fold_unfused_g4"],
-                                               stage="full", dist="normal")))
-    print(proofs.format_table(viz.variant_rows(tuneS[0], ["torch", "default", "g4"], stage="select", dist="normal")))
-tuneT = viz.load_records("tune_dev/tune_dev_T")
-print(viz.record_label(tuneT[1], tuneT[2]) if tuneT[0] else "NO RECORD")
-if tuneT[0]:
-    print(proofs.format_table(viz.variant_rows(tuneT[0], ["torch", "default", "nt64", "nt128", "nt256", "p2"],
-                                               stage="select", dist="normal")))
-tuneU = viz.load_records("tune_dev/tune_dev_U")  # its meta JSON did not come back (data/README.md): no GPU label
-print(viz.record_label(tuneU[1], tuneU[2]) if tuneU[0] else "NO RECORD")
-if tuneU[0]:
-    print(proofs.format_table(viz.variant_rows(tuneU[0], ["torch", "default", "w4", "w4nt16", "w16", "tp", "tp_w4_8"],
-                                               stage="select", dist="normal")))
-
-# %% [markdown]
-# ### Tenth session: replicated layouts, and where the 640 x 256K select spends its time
-#
-# A top-k whose keys come out of a reduction over a tile axis spread across lanes (`tl.max(tile, axis=1)`) gets a
-# layout Triton leaves replicated over those lanes: the sm_90 TTGIR (triton 3.6) showed stage C's 512 level-1 keys
-# and the fused direct path's and stage D's block scores 8x replicated. `scripts/gpu_fused_direct_dev.py` first timed
-# a minimal fused direct kernel (4096 logits → 512 block scores → top-64): 5.7 µs at 1 x 4K, where the select kernel
-# over 512 precomputed scores takes 3.0. Section V then built those keys from strided loads with an elementwise max
-# (`strided_keys`, `strided_direct`: no reduction, an unreplicated layout). The fused direct path gained (full stage
-# 4K, 1 / 32 / 128 rows: 6.4 / 7.0 / 10.7 → 5.0 / 5.5 / 6.7 µs); the chains lost badly (select 16K 1 row 5.0 → 9.7
-# µs, 640 x 256K 79.7 → 104.5): their strided gathers cost more than the replicated top-k. Both stay off.
-#
-# Section W split the 640 x 256K select (two launches, stage A timed alone): **stage A 44.3 µs** (its bytes floor
-# 18.6), the B-D chain about 37 (the ladder's 640-program chain 23.2). Keying each super group by its first column
-# instead of its best column ranks the groups identically (they are disjoint, aligned ranges) and needs one max per
-# group instead of a max and an argmin (`a_first_col`): stage A 44.3 → 33.1, the select 79.6 → 70.2 µs (equal values
-# 80.0 → 70.4; section X), 67.0 with two launches and four programs per row; but 32 / 64 rows lose (14.4 → 18.7,
-# 16.7 → 18.3 µs).
-#
-# Sections Y and Z went back to the replication with a cheaper cure: keep stage C's reduced tile and pass its 512
-# keys through the row's workspace (one store, a barrier, a load) so the top-k reads a plain 1-D layout
-# (`c_workspace`). The 256K chain (8x replicated) gains at every row count: 1 row 12.8 → 10.5 µs, 640 rows 79.8 →
-# 72.4, with `a_first_col` 63.0; the full stage 640 x 256K 288.8 → 256.3 µs. The 16K chain (4x) does not move.
-# Both were adopted in the eleventh session (`c_workspace` everywhere, `a_first_col` at one or two programs per row,
-# where it won) and the whole record re-run at d26f268. The recorded 640 x 256K
-# select is 63.0 µs (79.6 at ee0a345), 1 x 256K 10.5 (12.8); the full stage 640 x 256K 258 µs, 1.68x its floor.
-#
-# Eleventh session, after that record (section AA): the 64K rows take the second short chain, whose stage C ranks
-# 64 x 16 = 1024 level-1 keys in one top-k (on the ladder ~2.4x a 512-key one). Ranking adjacent pairs first
-# (`l1_pairs`: a top-k over 512 pair maxima, then one over the chosen pairs' 128 keys; exact by the same hierarchy
-# argument) gains at every 64K point in the table below, most at 640 rows. From 512 keys (section AB: the 16K rows'
-# third short chain) the extra level loses at every point, so pairs start at 1024 keys.
-#
-# Twelfth session (section AC): the pairs now read the level-1 keys straight from the workspace where stage C already
-# put them (no second store, two barriers fewer), and `l1_pairs` became the default (v2.8), re-recorded whole at
-# 1d76555: the sweep above is of these kernels. AC's table is the default against `l1_pairs=False` in one process;
-# in the record, 64K select 1 row 9.8 → 9.1 µs and 640 rows 32.2 → 27.6, the 64K full-stage median 5.05x → 5.57x
-# (target 6). The same record moved the 256K full stage at 1-32 rows by up to 15% either way, a path the pairs do
-# not reach; section AD timed those shapes with `l1_pairs` on and off in one process: equal within ~1% at 1-16 rows,
-# the pairs slightly ahead at 32. The shape varies from process to process.
-#
-# Fourteenth session (sections AE-AG): the unfused full stage's scores launch also stores stage A's keys for the
-# select while it streams the logits (`scores_a`; the select then runs B-D alone, one program per row). In one
-# process (AG / AG_rest below: `fold_unfused_br` with the keys, `fold_unfused_nosa` without) it wins at 1-32 rows
-# (1 x 256K 14.6 → 11.6 µs, 1 x 64K 12.4 → 11.8) and loses at 160-640 rows of 4K-64K: the scores kernel takes 95
-# registers instead of 72 and five more block barriers per tile. Fifteenth session: on by that measured rule (at most
-# a quarter as many rows as SMs) and re-recorded whole at 3e42133 — the sweep above is of these kernels. Recorded,
-# against 1d76555: full 1 row 5.9 / 7.8 / 12.5 / 14.5 → 5.3 / 7.2 / 11.8 / 11.7 µs at 4K / 16K / 64K / 256K; the
-# points above the rule's 33 rows and the select stage did not move.
-#
-# Sixteenth and seventeenth sessions (sections AJ-AL): the select launched as a programmatic dependent of the scores
-# launch (Hopper's `griddepcontrol`; the select reads its row bounds, then waits), with the scores programs signalling
-# early (`fold_unfused_pdl_early`), and the scores grid at 8 / 16 x SM programs instead of ~32 (`_m8_`, `_m16_`).
-# `_pdl_rule` takes it by rows: early-signalled at most a fifth as many rows as SMs and from a third on, the 16 x SM
-# grid from a third to 3x, plain launches between. In AL, `fold_unfused` is that rule and `fold_unfused_plain` the
-# launches without it. On by the rule (v2.10) and re-recorded whole at 790c635 — the sweep above is of these kernels.
-# Recorded, against 3e42133: full 1 row 5.3 / 7.2 / 11.8 / 11.7 → 4.6 / 6.5 / 11.3 / 11.1 µs; the full-stage medians
-# 12.9x / 9.6x / 5.7x → 13.3x / 9.8x / 5.7x; the select stage did not move. Section AM then tried the whole unfused
-# composition as one launch (`tail`: each row's last scores program selects the row, deleted since; its record stays): it
-# lost at every point, 1.1-2x (the one kernel's 100-113 registers at 8 warps leave 2 programs per SM resident).
-#
-# Eighteenth to twentieth sessions: the last Triton-side levers, each measured and left off.
-# * Section AN: a threshold filter in place of the chains' last top-k stages (`hier_f4`, `hier_f1`; after stage B
-#   `hier_fm`). It is slower wherever it runs.
-# * Section AP: each row's select waits for that row's scores alone (`rowsync`). No gain at 640 x 256K.
-# * Section AQ: stage A with two tiles in flight (`a_prefetch`; `t_a` times stage A alone). It gains 8%, not the
-#   predicted 40%: the stream is bound by its per-tile work, not by bytes in flight.
-# * Section AR: register bounds through Triton's `maxnreg`. `_apf_r80` holds the select kernel to 80 registers,
-#   `_sa_w8_r64` the scores launch with stage A's keys to 64.
-# * Section AS: the 640 x 256K full stage is its scores launch (`t_scores`) plus its select (`t_select`), one after
-#   the other.
-#
-# The last table runs those two kernels on two streams with no dependency between them. That bounds any overlap of
-# the two: at 640 x 256K it is 1.61x the live-logits floor, and issue 7's target is 1.5x
-# (`scripts/gpu_overlap_bound.py`).
-
-# %%
-for name, arms, stage in (("fused_direct_dev", None, None),
-                          ("tune_dev/tune_dev_V", ["torch", "old", "default"], "select"),
-                          ("tune_dev/tune_dev_V", ["fold_unfused_old", "fold_fused_old", "fold_fused"], "full"),
-                          ("tune_dev/tune_dev_W", ["torch", "default", "afirst", "tp", "t_stage_a", "t_stage_a_afirst"],
-                           "select"),
-                          ("tune_dev/tune_dev_X", ["torch", "default", "afirst", "tp4_afirst"], "select"),
-                          ("tune_dev/tune_dev_Y", ["torch", "default", "cws", "cws_afirst"], "select"),
-                          ("tune_dev/tune_dev_Y", ["torch", "fold_unfused", "fold_unfused_cws"], "full"),
-                          ("tune_dev/tune_dev_Z", ["torch", "fold_unfused", "fold_unfused_cws",
-                                                   "fold_unfused_cws_afirst"], "full"),
-                          ("tune_dev/tune_dev_AA", ["torch", "default", "pairs"], "select"),
-                          ("tune_dev/tune_dev_AA", ["torch", "fold_unfused", "fold_unfused_pairs"], "full"),
-                          ("tune_dev/tune_dev_AB", ["torch", "default", "pairs512"], "select"),
-                          ("tune_dev/tune_dev_AB", ["torch", "fold_unfused", "fold_unfused_pairs512"], "full"),
-                          ("tune_dev/tune_dev_AC", ["torch", "no_pairs", "default"], "select"),
-                          ("tune_dev/tune_dev_AC", ["torch", "fold_unfused_no_pairs", "fold_unfused"], "full"),
-                          ("tune_dev/tune_dev_AD", ["torch", "fold_unfused_no_pairs", "fold_unfused"], "full"),
-                          ("tune_dev/tune_dev_AG", ["torch", "fold_unfused_nosa", "fold_unfused_br"], "full"),
-                          ("tune_dev/tune_dev_AG_rest", ["torch", "fold_unfused_nosa", "fold_unfused_br"], "full"),
-                          ("tune_dev/tune_dev_AJ", ["torch", "fold_unfused", "fold_unfused_pdl_early",
-                                                    "fold_unfused_m16_pdl_early"], "full"),
-                          ("tune_dev/tune_dev_AK", ["torch", "fold_unfused", "fold_unfused_pdl_early",
-                                                    "fold_unfused_m16_pdl_early"], "full"),
-                          ("tune_dev/tune_dev_AL", ["torch", "fold_unfused_plain", "fold_unfused_pdl_early",
-                                                    "fold_unfused_m16_pdl_early", "fold_unfused"], "full"),
-                          ("tune_dev/tune_dev_AM", ["torch", "fold_unfused", "fold_unfused_tail",
-                                                    "fold_unfused_tail_w4", "fold_unfused_tail_m8"], "full"),
-                          ("tune_dev/tune_dev_AN", ["torch", "hier", "hier_f4", "hier_f1", "hier_fm"], "select"),
-                          ("tune_dev/tune_dev_AP", ["torch", "fold_unfused", "fold_unfused_rs", "fold_unfused_rs_m16"],
-                           "full"),
-                          ("tune_dev/tune_dev_AQ", ["torch", "hier", "hier_apf", "t_a", "t_a_apf"], "select"),
-                          ("tune_dev/tune_dev_AQ", ["torch", "fold_unfused", "fold_unfused_apf"], "full"),
-                          ("tune_dev/tune_dev_AR", ["torch", "fold_unfused", "fold_unfused_sa",
-                                                    "fold_unfused_sa_w8_r64", "fold_unfused_apf_r80"], "full"),
-                          ("tune_dev/tune_dev_AS", ["fold_unfused", "t_scores", "t_select", "t_select_apf"], "full")):
-    recs = viz.load_records(name if name.startswith("tune_dev") else "tune_dev/" + name)
-    print(viz.record_label(recs[1], recs[2]) if recs[0] else "NO RECORD")
-    if recs[0] and arms is None:
-        print(proofs.format_table(viz.variant_rows(recs[0], ["unfused_flags", "select", "fused_p1_flags", "min8",
-                                                             "min8_flags", "load8"], stage=None, dist=None)))
-    elif recs[0]:
-        print(proofs.format_table(viz.variant_rows(recs[0], arms, stage=stage, dist="normal")))
-
-# %%
-bound = viz.load_records("tune_dev/overlap_bound")
-print(viz.record_label(bound[1], bound[2]) if bound[0] else "NO RECORD")
-if bound[0]:
-    print(proofs.format_table([{c: r[c] for c in ("context", "rows", "arm", "median_us", "check")} for r in bound[0]]))
-
-# %% [markdown]
-# The recorded sweep, final kernels: the fused arm's time over the default (unfused) arm's, per context.
-
-# %%
-from dsa_lab.bench import report
-
-print(viz.record_label(sweep[1], sweep[2]) if sweep[0] else "NO RECORD")
-print(report.fused_table(report.index(sweep[0])) if sweep[0] else "NO RECORD")
-
-# %% [markdown]
-# ## The latency floor of one row
-#
-# At one row the select kernel is a chain of dependent steps, not a stream. `scripts/gpu_latency_ladder.py` times
-# the chain's own steps alone (`dsa_lab.bench.latency`: one program per launch, each stage's load depending on the
-# previous stage's top-k, every output checked against `torch.topk`), beside the 1-row select in the same process.
-# The `640 programs` cases run the same chain in 640 programs at once (one per row, as the hier kernel runs it
-# beyond the SM count): the chain's throughput at the 640 x 256K point, set beside that point's bytes floor.
-
-# %%
-lat = viz.load_records("latency_ladder")
-f640 = report.index(sweep[0]).get(("triton", "select", 262144, 128, 5, 64, "normal"), {}).get("floor_us") \
-    if sweep[0] else None
-print(report.latency_section(lat[0], lat[1] or {}, lat[2], "###", f640) if lat[0] else "NO RECORD")
-
-# %% [markdown]
-# ### Past the floor: the CUDA C++ probe (outside the package)
-#
-# Is the 1-row limit Triton's or the GPU's? `scripts/gpu_cuda_select_probe.py` answers it by measurement with two
-# selects written in CUDA C++ (`scripts/cuda/`), checked against the reference before they are timed beside the
-# Triton default. The first is one CTA per row. It is slower than Triton at 16K and 256K, because one SM has to
-# issue the work for all 32768 scores. The second spreads one row over a cluster of 8 CTAs that exchange warp
-# maxima and candidates through distributed shared memory. It handles only the common rows and refuses the rest
-# visibly. Neither kernel is part of the package: `triton.language` has no explicit cluster exchange. The per-step
-# costs and the kernels' history are in `notes/select_kernel.md`.
-
-# %%
-probe = viz.load_records("cuda_probe/cuda_probe")
-print(report.cuda_probe_section(probe[0], probe[1] or {}, probe[2], "###") if probe[0] else "NO RECORD")
-
-# %% [markdown]
-# ## The roofline, with measured ceilings
-#
-# Every sweep point placed against `floor = max(launch time in a graph, bytes / streaming bandwidth)`, both
-# ceilings measured on the same GPU in the same run (read from the record's metadata). Circles: the `select`
-# stage; diamonds: the `full` stage (logits → candidates → flags), fused and unfused Triton arms side by side.
+print("ceilings:", (sweep[1] or {}).get("ceilings", "NO RECORD"))
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-print("ceilings:", (sweep[1] or {}).get("ceilings", "NO RECORD"))
 viz.roofline_figure(*sweep)
 
 # %%
-# NBVAL_IGNORE_OUTPUT
 if sweep[0]:
     for stage in ("select", "full"):
         pts = viz.select_rows(sweep[0], stage=stage, k=64, dist="normal")
@@ -523,27 +338,105 @@ if sweep[0]:
             fr = sorted(r["roofline_frac"] for r in viz.select_rows(pts, arm=arm) if r.get("roofline_frac"))
             if fr:
                 print(f"{stage:6s} {arm:15s} roofline fraction: median {fr[len(fr) // 2]:.3f}, best {fr[-1]:.3f}, worst {fr[0]:.3f}")
+    print()
+    print(report.table(["target", "measured", "status", "detail"],
+                       [report.big_point_target(idx, "select", limit_us=40.0),
+                        report.big_point_target(idx, "full", floor_mult=1.5)]))
 else:
     print("NO RECORD")
 
 # %% [markdown]
-# ## Beside the seed's MI355X numbers
+# At 640 × 256K the full stage is the scores launch and then the select. A dev run timed each alone, one after the
+# other, and on two streams with no dependency between them. That last form is faster than any real overlap of the
+# two could be, so it bounds what overlapping them can buy. Below the table: that bound against the point's floor
+# for live logits read once (the fused arm's floor in the sweep):
+
+# %%
+bound = viz.load_records("tune_dev/overlap_bound")
+print(viz.record_label(bound[1], bound[2]) if bound[0] else "NO RECORD")
+if bound[0]:
+    print(proofs.format_table([{c: r[c] for c in ("context", "rows", "arm", "median_us", "check")} for r in bound[0]]))
+    live = [r["floor_us"] for r in viz.select_rows(sweep[0] or [], stage="full", context=262144, concurrency=128,
+                                                   next_n=5, k=64, dist="normal", arm="triton_fused") if r.get("floor_us")]
+    best = min(r["median_us"] for r in bound[0] if r["context"] == 262144 and r["rows"] == 640
+               and r["arm"].startswith("concurrent"))
+    scores = next(r["median_us"] for r in bound[0] if r["context"] == 262144 and r["rows"] == 640
+                  and r["arm"] == "scores")
+    if live:
+        print(f"\n640 x 256K: live-logits floor {live[0]:.1f} µs; scores launch alone {scores:.1f} µs = "
+              f"{scores / live[0]:.2f}x the floor; both launches with no dependency {best:.1f} µs = "
+              f"{best / live[0]:.2f}x the floor")
+
+# %% [markdown]
+# **What it means.** Even with no dependency between the two launches, the 640 × 256K full stage stays above 1.5×
+# its live-logits floor. The scores launch alone takes most of that time. Overlapping the two launches (a per-row
+# handoff, or one launch for both) cannot close the gap, and the table below shows those attempts lost. The remaining
+# lever is the scores stream's own rate.
 #
-# The seed PR's medians (MI355X, its own kernel vs torch.topk; transcribed, not measured here) beside this
-# project's H200 sweep. Different GPUs: compare the shape of the speedup across contexts, not the absolute numbers.
+# ## What we tried
+#
+# Each row below was a measured candidate against the kernel of its day, in one process on the same inputs, and
+# lost or did not pay for its code. Ratios are candidate time / baseline time (above 1 = the candidate slower),
+# computed here from the dev records named in the last column; where one experiment was timed on both stages, each
+# stage has its own summary. What each option was and the versions around it: `notes/select_kernel.md` ("Options
+# deleted" and "Versions at a glance").
 
 # %%
-# NBVAL_IGNORE_OUTPUT
-viz.seed_comparison_figure(sweep, seed_speedup)
+from IPython.display import Markdown
 
-# %%
-# NBVAL_IGNORE_OUTPUT
-print("this project, select stage:")
-print(proofs.format_table(viz.speedup_rows(sweep[0])) if sweep[0] else "NO RECORD")
-print("this project, full stage:")
-print(proofs.format_table(viz.speedup_rows(sweep[0], stage="full")) if sweep[0] else "NO RECORD")
-print(viz.record_label(seed_speedup[1], seed_speedup[2]) + ":")
-print(proofs.format_table(seed_speedup[0]) if seed_speedup[0] else "NO RECORD")
+SEL, FULL = "select", "full"
+TRIED = [  # (option, what it was, verdict, [(record, stage, baseline arm, candidate arm(s)[, filter]), ...])
+    ("radix: compacted list, two-launch split",
+     "k = 2048: the later digits over a compacted list of the threshold bin, or the row split over two launches "
+     "(the faster of the two per point)",
+     "deleted: on tied or shifted values the list is as long as the row, and a shape rule cannot see values",
+     [(dev("A"), SEL, "r30", ("r31", "r32"), {"k": 2048})]),
+    ("register radix select at k = 64", "the hier stages' top-k as a register radix select instead of a bitonic one",
+     "kept only from KP = 512, where it wins", [(dev("G"), SEL, "default", "rsel")]),
+    ("stage A in a launch of its own", "stage A in one launch, B–D in a second with one program per row "
+     "(select; the fused kernel on the full stage)",
+     "deleted: no consistent gain for one more launch",
+     [(dev("W"), SEL, "default", "tp"), (dev("U"), SEL, "default", "tp"),
+      (dev("P"), FULL, "fold_fused", "fold_fused_2p")]),
+    ("group maxima from strided loads", "level-1 keys from strided loads and an elementwise max (no replicated layout)",
+     "deleted: the strided gathers cost more than the replication they avoid", [(dev("V"), SEL, "old", "default")]),
+    ("level-1 groups of 4 at 64K / 256K", "narrower level-1 groups in the long chains (stage B then ranks twice as "
+     "many super maxima)", "deleted",
+     [(dev("S"), SEL, "default", "g4"), (dev("S"), FULL, "fold_unfused", "fold_unfused_g4")]),
+    ("wider stage-A tiles", "128 or 256 super groups per stage-A iteration (the faster per point)",
+     "deleted: more registers, fewer resident programs", [(dev("T"), SEL, "default", ("nt128", "nt256"))]),
+    ("scores: one program per padded tile", "the scores grid as one program per 512-block tile of the padded width",
+     "deleted: idle programs at short contexts", [(dev("S"), FULL, "fold_unfused", "fold_unfused_grid")]),
+    ("scores: a live schedule", "the scores programs scheduled by the rows' live extents (the fastest variant per "
+     "point)", "deleted",
+     [(dev("AH"), FULL, "fold_unfused", ("fold_unfused_live_m8", "fold_unfused_live_m16", "fold_unfused_live_t256_m8",
+                                         "fold_unfused_live_t256_m16", "fold_unfused_live_w8_m4",
+                                         "fold_unfused_live_w8_m8"))]),
+    ("one launch (tail)", "the unfused composition as one launch: each row's last scores program selects the row",
+     "deleted: the one kernel's registers leave two programs per SM resident",
+     [(dev("AM"), FULL, "fold_unfused", ("fold_unfused_tail", "fold_unfused_tail_w4", "fold_unfused_tail_m8"))]),
+    ("threshold filter", "rank only the keys above a lower bound of the k-th key, in place of the chains' last top-k "
+     "stages", "deleted",
+     [(dev("AN"), SEL, "hier", ("hier_f4", "hier_f1")), (dev("AN"), FULL, "fold_unfused", "fold_unfused_f4")]),
+    ("per-row handoff", "each row's select waits for that row's scores only, not the whole scores launch",
+     "deleted: the scores launch fills the SMs until its last wave",
+     [(dev("AP"), FULL, "fold_unfused", "fold_unfused_rs")]),
+    ("stage-A prefetch", "stage A with two tiles' loads in flight", "deleted: the select gains a little, the full stage "
+     "loses (more registers)",
+     [(dev("AQ"), SEL, "hier", "hier_apf"), (dev("AQ"), FULL, "fold_unfused", "fold_unfused_apf")]),
+    ("register bounds", "Triton's maxnreg on the scores launch and on the select kernel",
+     "deleted: within a few percent, one more knob",
+     [(dev("AR"), FULL, "fold_unfused", "fold_unfused_r64"),
+      (dev("AR"), FULL, "fold_unfused_sa", "fold_unfused_sa_r64")]),
+    ("stage A compiled out", "a hier variant without stage A for calls whose scores launch stored its keys",
+     "reverted: a small gain at 256K only, not worth a compiled variant per k bucket",
+     [(dev("AV_full_k64_vs37a65ab"), FULL, "old", "new")]),
+    ("plain launches at SM/5–SM/4 rows", "no dependent launch between scores and select at 27–33 rows (132 SMs)",
+     "reverted: the dependent launch stays at every row count",
+     [(dev("AY_full_k64"), FULL, "pkg_prev", "new", {"rows": (27, 32, 33)})]),
+]
+tried = viz.tried_rows(TRIED)
+Markdown(report.table(list(tried[0]), [list(r.values()) for r in tried]))
 
 # %% [markdown]
 # ## Try it: rows × context

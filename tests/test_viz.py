@@ -304,3 +304,37 @@ def test_stagea_rows():
     assert cur["check"] == "ok" and rd["check"] == "timing-only" and rd["x read"] == "1.00"
     assert hi["median_us"] == "170.0" and hi["check"] == "MISMATCH l1 3"  # a failing configuration is shown
     assert small["x read"] == "—"  # no load-only row for that shape
+
+
+def test_ab_ratios_and_tried_rows(tmp_path):
+    rows = [{"stage": "full", "k": 64, "dist": "normal", "context": c, "rows": n, "arm": a, "median_us": v, "check": "ok"}
+            for c, n, a, v in ((4096, 1, "base", 10.0), (4096, 1, "c1", 12.0), (4096, 1, "c2", 11.0),
+                               (4096, 32, "base", 20.0), (4096, 32, "c1", 10.0),
+                               (65536, 1, "base", 10.0))]  # no candidate at this point: left out
+    rows.append({"stage": "select", "k": 64, "dist": "normal", "context": 4096, "rows": 1, "arm": "c1",
+                 "median_us": 1.0, "check": "ok"})
+    assert viz.ab_ratios(rows, "base", "c1", stage="full") == [1.2, 0.5]
+    assert viz.ab_ratios(rows, "base", ("c1", "c2"), stage="full") == [1.1, 0.5]  # the faster candidate per point
+    assert viz.ab_ratios(rows, "base", "c1", stage="full", rows=(32, 640)) == [0.5]
+    assert viz.ab_ratios(rows, "base", "c1", stage="select") == []
+    d = tmp_path / "h200" / "tune_dev"
+    d.mkdir(parents=True)
+    with open(d / "run1.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    t = viz.tried_rows([("opt", "what", "deleted", [("tune_dev/run1", "full", "base", "c1")]),
+                        ("gone", "what", "deleted", [("tune_dev/absent", "full", "base", "c1")])], root=tmp_path)
+    assert list(t[0]) == ["option", "what it was", "candidate / baseline time", "verdict", "records"]
+    assert t[0]["candidate / baseline time"] == "full: median 0.85x, 0.50–1.20x, slower at 1 of 2"
+    assert t[0]["records"].endswith("run1.csv") and t[0]["verdict"] == "deleted"
+    assert t[1]["candidate / baseline time"].startswith("NO RECORD") and t[1]["records"] == "—"
+
+
+def test_live_widgets_say_when_a_kernel_compiles():
+    """A live widget announces a shape's first run before it (the kernels may compile) and, after it, says so when the
+    first Triton call took long enough to have compiled; a shape it already ran is not announced again."""
+    key = ("test-shape", 3, 64)
+    assert "compiles now" in viz.first_use_notice(key) and viz.first_use_notice(key) is None
+    assert viz.compile_note(None) == "" and viz.compile_note(0.02) == ""
+    assert "took 31.5 s" in viz.compile_note(31.5) and "dsa-lab warmup" in viz.compile_note(31.5)

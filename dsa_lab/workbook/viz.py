@@ -21,6 +21,7 @@ import json
 import math
 import os
 import statistics
+import time
 from pathlib import Path
 
 import torch
@@ -314,6 +315,63 @@ def stagea_rows(rows: list[dict]) -> list[dict]:
                         "config": f"P {int(r['P'])} / NT {int(r['NT'])} / nw {int(r['num_warps'])}",
                         "x read": f"{us / float(floor['median_us']):.2f}" if floor else "—",
                         "check": checks[(ctx, n, v)]})
+    return out
+
+
+def ab_ratios(records: list[dict], base: str, cand, /, *, stage=None, **where) -> list[float]:
+    """Candidate time / baseline time at each point ``(k, dist, context, rows)`` of a dev run where both were timed
+    (same process, same inputs); ``cand`` is an arm or a tuple of arms (then the fastest of them at the point).
+    ``stage`` and ``where`` filter the records (field = value, or a tuple / list / set of accepted values); a run without a
+    ``dist`` column counts as ``normal`` (:func:`_by_point`).  Points in :func:`_by_point`'s order."""
+    cands = (cand,) if isinstance(cand, str) else tuple(cand)
+
+    def keep(r):
+        for f, v in where.items():
+            got = r.get(f, "normal" if f == "dist" else None)
+            if (got not in v) if isinstance(v, (tuple, list, set, frozenset)) else (got != v):
+                return False
+        return True
+
+    out = []
+    for _, d in _by_point([r for r in records if keep(r)], stage=stage):
+        c = [d[a] for a in cands if a in d]
+        if base in d and c and d[base] > 0:
+            out.append(min(c) / d[base])
+    return out
+
+
+def tried_rows(experiments, *, gpu: str = "h200", root: Path | None = None) -> list[dict]:
+    """The "what we tried" table: one row per experiment, each measured in dev runs against the kernel of its day.
+
+    ``experiments``: ``(option, what it was, verdict, comparisons)``; each comparison ``(record, stage, baseline arm,
+    candidate arm(s))`` or ``(record, stage, baseline, candidate, where)`` (:func:`ab_ratios`; ``record`` as for
+    :func:`load_records`).  Per stage, the ratios of all its comparisons are pooled: median, range, and at how many
+    points the candidate was more than 1% slower (a ratio above 1 = the candidate slower).  An absent record says
+    ``NO RECORD``."""
+    out = []
+    for option, what, verdict, comparisons in experiments:
+        by_stage: dict = {}
+        recs, missing = [], []
+        for comp in comparisons:
+            record, stage, base, cand = comp[:4]
+            where = comp[4] if len(comp) > 4 else {}
+            rows, _, path = load_records(record, gpu, root=root)
+            if rows is None:
+                missing.append(_rel(path))
+                continue
+            if _rel(path) not in recs:
+                recs.append(_rel(path))
+            by_stage.setdefault(stage, []).extend(ab_ratios(rows, base, cand, stage=stage, **where))
+        parts = []
+        for stage, rs in by_stage.items():
+            if rs:
+                slow = sum(r > 1.01 for r in rs)
+                parts.append(f"{stage}: median {statistics.median(rs):.2f}x, {min(rs):.2f}–{max(rs):.2f}x, "
+                             f"slower at {slow} of {len(rs)}")
+        parts += [f"NO RECORD: {m} is absent" for m in missing]
+        out.append({"option": option, "what it was": what,
+                    "candidate / baseline time": "; ".join(parts) or "—", "verdict": verdict,
+                    "records": ", ".join(recs) or "—"})
     return out
 
 
@@ -787,6 +845,28 @@ def _nearest(records_rows, /, **want):
     return min(cand, key=lambda r: sum(abs(math.log(max(r.get(k) or 1, 1)) - math.log(max(v, 1))) for k, v in num.items()))
 
 
+COMPILE_NOTE_S = 1.0  # a first call slower than this compiled a kernel (a warmed one loads in milliseconds)
+_LIVE_SHAPES: set = set()  # shapes a widget already ran live in this process
+
+
+def first_use_notice(key) -> str | None:
+    """The line a live widget prints *before* the first run of a shape in this process (``key``: the shape), so a
+    kernel that has to compile shows as compiling instead of a frozen widget; None once the shape has run."""
+    if key in _LIVE_SHAPES:
+        return None
+    _LIVE_SHAPES.add(key)
+    return ("first run of this shape in this process: loading its kernels (milliseconds when `dsa-lab warmup` has "
+            "compiled them; a kernel it has not compiles now, for tens of seconds) ...")
+
+
+def compile_note(first_call_s: float | None) -> str:
+    """What a live widget says about its first Triton call: nothing when it was quick, else how long it took and why."""
+    if first_call_s is None or first_call_s < COMPILE_NOTE_S:
+        return ""
+    return (f"the first Triton call took {first_call_s:.1f} s: its kernel was compiled here, not warmed "
+            "(`dsa-lab warmup` compiles every variant ahead)")
+
+
 def _live_time_us(fn, iters=20) -> float:
     fn()
     torch.cuda.synchronize()
@@ -826,6 +906,11 @@ def extent_point(context: int, rows: int, k: int, *, records=None, mode: str | N
         g = torch.Generator(device="cuda").manual_seed(0)
         x = torch.randn(rows, nb, device="cuda", generator=g)
         lengths = torch.full((rows,), live, dtype=torch.int32, device="cuda")
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        topk_select(x, k, lengths=lengths, impl="triton")  # the first call: a kernel load, or a compile
+        torch.cuda.synchronize()
+        out["first_call_s"] = time.perf_counter() - t0
         for arm in ("torch", "triton"):
             out["us"][arm] = _live_time_us(lambda: topk_select(x, k, lengths=lengths, impl=arm))
         out["us"]["torch_live"] = _live_time_us(lambda: torch.topk(x[:, :live], min(k, live), dim=1))
@@ -863,6 +948,8 @@ def _point_figure(p: dict, title: str):
     fig = go.Figure(go.Bar(x=arms, y=[p["us"][a] for a in arms], marker_color=[ARM_COLORS[a] for a in arms],
                            text=[f"{p['us'][a]:.1f} µs" for a in arms], textposition="outside"))
     sub = p["source"] or "no timing available"
+    if compile_note(p.get("first_call_s")):
+        sub += "<br>" + compile_note(p.get("first_call_s"))
     if "tiny" in p:
         t = p["tiny"]
         sub += f"<br>tiny run ({t['rows']}×{t['width']}, live {t['live']}, k {t['k']}) agrees with the reference: {t['agree']}"
@@ -882,6 +969,8 @@ def extent_widget(records=None):
     import ipywidgets as w
 
     def show(context, rows, k):
+        if backend_info()["mode"] == "gpu" and (note := first_use_notice(("select", rows, k))):
+            print(note, flush=True)
         p = extent_point(context, rows, k, records=records)
         return _point_figure(p, f"context {context} ({100 * p['skipped']:.1f}% of the workspace skipped), rows {rows}, k {k}")
 
@@ -906,6 +995,8 @@ def rows_widget(records=None):
     import ipywidgets as w
 
     def show(rows, context):
+        if backend_info()["mode"] == "gpu" and (note := first_use_notice(("select", rows, 64))):
+            print(note, flush=True)
         p = rows_point(rows, context, 64, records=records)
         return _point_figure(p, f"rows {rows}, context {context}, k 64")
 
