@@ -33,6 +33,7 @@ if not torch.cuda.is_available():
 import dsa_lab
 from dsa_lab.bench import report
 from dsa_lab.workbook import proofs, viz
+from IPython.display import Markdown, display
 
 viz.setup("none")
 print(viz.backend_banner())
@@ -107,7 +108,7 @@ viz.time_vs_rows_figure(*sweep, context=262144)
 
 # %%
 print(viz.record_label(sweep[1], sweep[2]) if sweep[0] else "NO RECORD")
-print(report.representative_table(idx, "select") if sweep[0] else "NO RECORD")
+display(Markdown(report.representative_table(idx, "select") if sweep[0] else "NO RECORD"))
 
 # %% [markdown]
 # **What it means.** From 1 to 32 rows the time stays nearly flat, far above a floor of one launch: the chain sets
@@ -187,7 +188,7 @@ if radix_split[0]:
 # distribution), and at k = 2048 and 256K per row count:
 
 # %%
-print(report.k_table(idx, "select") if sweep[0] else "NO RECORD")
+display(Markdown(report.k_table(idx, "select") if sweep[0] else "NO RECORD"))
 print("k = 2048, 256K context, select stage, by rows:")
 print(proofs.format_table(viz.speedup_rows(viz.select_rows(sweep[0], context=262144), k=2048, by="rows"))
       if sweep[0] else "NO RECORD")
@@ -256,7 +257,7 @@ if chains[0]:
 # %%
 lat = viz.load_records("latency_ladder")
 f640 = idx.get(("triton", "select", 262144, 128, 5, 64, "normal"), {}).get("floor_us")
-print(report.latency_section(lat[0], lat[1] or {}, lat[2], "###", f640) if lat[0] else "NO RECORD")
+Markdown(report.latency_section(lat[0], lat[1] or {}, lat[2], "####", f640) if lat[0] else "NO RECORD")
 
 # %% [markdown]
 # Is that limit Triton's or the GPU's? `scripts/gpu_cuda_select_probe.py` answers by measurement with two selects
@@ -267,7 +268,7 @@ print(report.latency_section(lat[0], lat[1] or {}, lat[2], "###", f640) if lat[0
 
 # %%
 probe = viz.load_records("cuda_probe/cuda_probe")
-print(report.cuda_probe_section(probe[0], probe[1] or {}, probe[2], "###") if probe[0] else "NO RECORD")
+Markdown(report.cuda_probe_section(probe[0], probe[1] or {}, probe[2], "####") if probe[0] else "NO RECORD")
 
 # %% [markdown]
 # **What it means.** One CTA per row is no faster than Triton at 16K and 256K, because a single SM issues all the
@@ -288,8 +289,8 @@ print(report.cuda_probe_section(probe[0], probe[1] or {}, probe[2], "###") if pr
 
 # %%
 print(viz.record_label(sweep[1], sweep[2]) if sweep[0] else "NO RECORD")
-print(report.fused_table(idx) if sweep[0] else "NO RECORD")
-print(report.representative_table(idx, "full") if sweep[0] else "NO RECORD")
+display(Markdown(report.fused_table(idx) if sweep[0] else "NO RECORD"))
+display(Markdown(report.representative_table(idx, "full") if sweep[0] else "NO RECORD"))
 
 # %% [markdown]
 # Why the fused stream is slow was measured, not guessed. Unmasked 16-byte loads moved it little
@@ -338,10 +339,9 @@ if sweep[0]:
             fr = sorted(r["roofline_frac"] for r in viz.select_rows(pts, arm=arm) if r.get("roofline_frac"))
             if fr:
                 print(f"{stage:6s} {arm:15s} roofline fraction: median {fr[len(fr) // 2]:.3f}, best {fr[-1]:.3f}, worst {fr[0]:.3f}")
-    print()
-    print(report.table(["target", "measured", "status", "detail"],
-                       [report.big_point_target(idx, "select", limit_us=40.0),
-                        report.big_point_target(idx, "full", floor_mult=1.5)]))
+    display(Markdown(report.table(["target", "measured", "status", "detail"],
+                                  [report.big_point_target(idx, "select", limit_us=40.0),
+                                   report.big_point_target(idx, "full", floor_mult=1.5)])))
 else:
     print("NO RECORD")
 
@@ -379,11 +379,9 @@ if bound[0]:
 # lost or did not pay for its code. Ratios are candidate time / baseline time (above 1 = the candidate slower),
 # computed here from the dev records named in the last column; where one experiment was timed on both stages, each
 # stage has its own summary. What each option was and the versions around it: `notes/select_kernel.md` ("Options
-# deleted" and "Versions at a glance").
+# deleted" and "Changelog").
 
 # %%
-from IPython.display import Markdown
-
 SEL, FULL = "select", "full"
 TRIED = [  # (option, what it was, verdict, [(record, stage, baseline arm, candidate arm(s)[, filter]), ...])
     ("radix: compacted list, two-launch split",
