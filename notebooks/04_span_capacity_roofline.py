@@ -429,8 +429,8 @@ TRIED = [  # (option, what it was, verdict, [(record, stage, baseline arm, candi
     ("stage A compiled out", "a hier variant without stage A for calls whose scores launch stored its keys",
      "reverted: a small gain at 256K only, not worth a compiled variant per k bucket",
      [(dev("AV_full_k64_vs37a65ab"), FULL, "old", "new")]),
-    ("plain launches at SM/5–SM/4 rows", "no dependent launch between scores and select at 27–33 rows (132 SMs)",
-     "reverted: the dependent launch stays at every row count",
+    ("no early signal at SM/5–SM/4 rows", "the stage-A scores launch not signalling its dependent select early, at "
+     "27–33 rows (132 SMs)", "reverted: the early signal stays at every row count",
      [(dev("AY_full_k64"), FULL, "pkg_prev", "new", {"rows": (27, 32, 33)})]),
 ]
 tried = viz.tried_rows(TRIED)
