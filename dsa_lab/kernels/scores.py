@@ -109,8 +109,8 @@ def _block_scores_kernel(
         row_off = row.to(tl.int64) * x_stride
     # The row's Q programs stride over its tiles.  The first tile is peeled out of the loop: with one tile per
     # program (most launches) no loop is entered, and the loop form of that tile measured slower.  The stage-A
-    # launch has a program per tile and no loop at all: the loop's live values cost it registers (70 against 47 on
-    # sm_90), hence resident programs, hence load bandwidth.
+    # launch has a program per tile and no loop at all: the loop's live values cost it registers, hence resident
+    # programs, hence load bandwidth (the count is in the notes).
     if jb0 < ntiles:
         _score_tile(x_ptr, row_off, orow, sgrow, sg_min, jb0, start, end, lend, n_ext, width, nblocks,
                     BS, BSP, BJ, PADDED, FILL_DEAD, SG)
