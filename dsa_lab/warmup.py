@@ -93,7 +93,8 @@ def verify_calls() -> list[Call]:
 
     calls = []
     cases = [(c.op, c.rows, c.width, c.k, c.row_repeat, c.block_size, (c.starts,)) for c in MATRIX]
-    cases += [(op, rows, w, kp, rr, bs, (False, True)) for op, w, kp, rr, bs in FUZZ_MENU for rows in (rr, 64)]
+    cases += [(op, rows, w, kp, rr, bs, (False, True)) for op, w, kp, rr, bs in FUZZ_MENU
+              for rows in (rr, rr * (64 // rr))]  # the fuzz's rows: a multiple of rr, at most 64
     for op, rows, width, k, rr, bs, starts in cases:
         if op == "select":
             calls.append(Call("select", rows, width, k, 1, rr))
