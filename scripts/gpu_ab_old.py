@@ -7,10 +7,10 @@
 Arms: ``old`` (the package in ``DIR/dsa_lab_old``), ``new`` (this tree's default), and this tree with one change
 made for the A/B only: ``new_nopdl`` (no programmatic dependent launch), ``new_mN`` (the scores grid at about N x SM
 programs where the dispatch would take its default multiple), ``new_noa`` (stage A in the select, not in the scores
-launch); ``pkg_NAME``: the package in ``DIR/dsa_lab_NAME`` (another tree, a candidate change), called as ``old``
-is.  Every arm's ids and flags are checked against the exact reference first (outputs poisoned).  Timing:
-``dsa_lab.bench.time_fn`` (the sweep's CUDA-graph timer); arms interleaved per point, ``--reps`` rounds, the median
-of the rounds' medians kept.  ``--profile``: each arm's kernels from a profiled graph replay (mean duration per
+launch), ``new_p1`` (select stage: one hier program per row); ``pkg_NAME``: the package in ``DIR/dsa_lab_NAME``
+(another tree, a candidate change), called as ``old`` is.  Every arm's ids and flags are checked against the exact
+reference first (outputs poisoned).  Timing: ``dsa_lab.bench.time_fn`` (the sweep's CUDA-graph timer); arms
+interleaved per point, ``--reps`` rounds, the median of the rounds' medians kept.  ``--profile``: each arm's kernels from a profiled graph replay (mean duration per
 kernel, the span of one call).  Needs a CUDA GPU.
 """
 import argparse
@@ -74,6 +74,8 @@ def arm_fn(arm, stage, inp, k, old, facts):
     out = torch.empty((sc.shape[0], k), dtype=torch.int32, device=sc.device)
     if arm == "old":
         return (lambda: old.select.topk_select(sc, k, lengths=lengths, impl="triton", out=out)), none
+    if arm == "new_p1":
+        return (lambda: dispatch.topk_select_triton(sc, k, lengths, out=out, facts=facts, over={"programs": 1})), none
     return (lambda: topk_select(sc, k, lengths=lengths, impl="triton", out=out)), none
 
 
