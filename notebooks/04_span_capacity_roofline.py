@@ -432,6 +432,13 @@ TRIED = [  # (option, what it was, verdict, [(record, stage, baseline arm, candi
     ("no early signal at SM/5–SM/4 rows", "the stage-A scores launch not signalling its dependent select early, at "
      "27–33 rows (132 SMs)", "reverted: the early signal stays at every row count",
      [(dev("AY_full_k64"), FULL, "pkg_prev", "new", {"rows": (27, 32, 33)})]),
+    ("stage-A tiles of 8192 lanes", "the stage-A scores launch on 1024-block tiles (half the programs), 8 or 4 "
+     "warps, at every row count or above SM/5 rows", "not adopted: 4K gains at 32 rows, 256K loses 2-4 µs there",
+     [(dev("AZ_full"), FULL, "new", "pkg_bj"), (dev("AZ_full"), FULL, "new", "pkg_bjr"),
+      (dev("BB_bjr4"), FULL, "new", "pkg_bjr4")]),
+    ("stage-A launch at <= 32 registers", "the same launch as two half tiles in turn, or under maxnreg 32: 16 "
+     "programs per SM, every stage-A grid in one wave", "not adopted: 1 row and 256K slower",
+     [(dev("BC_full"), FULL, "new", "pkg_half"), (dev("BC_full"), FULL, "new", "pkg_r32")]),
 ]
 tried = viz.tried_rows(TRIED)
 Markdown(report.table(list(tried[0]), [list(r.values()) for r in tried]))
