@@ -43,7 +43,8 @@ ODD_WIDTH = 1001  # a width whose rows are not 16-element aligned (the kernels' 
 class Call:
     """One public call: ``entry`` is ``select`` (:func:`dsa_lab.topk_select` over ``width`` columns), ``full``
     (:func:`dsa_lab.select_candidate_blocks` over ``width`` logits), ``fused`` (the same, the fused arm),
-    ``scores`` (:func:`dsa_lab.block_scores`) or ``flags`` (:func:`dsa_lab.candidate_flags`); ``block_size``,
+    ``scores`` (:func:`dsa_lab.block_scores`), ``flags`` (:func:`dsa_lab.candidate_flags`) or ``mask``
+    (:func:`dsa_lab.compat.vllm_apply_candidate_mask`, ``k`` ids per row); ``block_size``,
     ``row_repeat``, ``starts`` (row starts given) and ``flags`` (``with_flags``) as the call passes them (the last
     two: ``full`` and ``fused``)."""
 
@@ -79,7 +80,8 @@ def warm_calls(max_rows: int = MAX_ROWS, *, fused: bool = False) -> list[Call]:
                           Call("full", r, DECODE_WIDTH, k, starts=True, flags=fl)]
                 if fused and k <= 256:
                     calls += [Call("fused", r, DECODE_WIDTH, k, flags=fl), Call("fused", r, ODD_WIDTH, k, flags=fl)]
-    calls += [Call("scores", 1, DECODE_WIDTH, 0), Call("flags", 1, DECODE_WIDTH, 64)]
+    calls += [Call("scores", 1, DECODE_WIDTH, 0), Call("flags", 1, DECODE_WIDTH, 64),
+              Call("mask", 1, DECODE_WIDTH, 64)]
     return list(dict.fromkeys(calls))
 
 
@@ -129,6 +131,13 @@ def record(call: Call, facts: dict = H200) -> list:
                                          facts=facts)
         elif call.entry == "flags":
             dispatch.candidate_flags_triton(torch.empty((r, k), **i32), w, None, bs, rr)
+        elif call.entry == "mask":
+            from .kernels.mask import apply_mask
+
+            flags = torch.empty((r, -(-w // bs) + 1), dtype=torch.uint8, device=meta)
+            starts = torch.empty((ng,), **i32) if call.starts else None
+            apply_mask(torch.empty((r, w), device=meta), torch.empty((ng,), **i32), starts,
+                       torch.empty((r, k), **i32), flags, bs, rr, facts["sm_count"])
         else:
             raise ValueError(f"unknown entry {call.entry!r}")
     return rec

@@ -54,6 +54,16 @@ def test_decode_variants_are_warmed(decode):
     assert set(decode) <= set(warm), set(decode) - set(warm)
 
 
+def test_the_candidate_mask_is_one_warmed_variant():
+    """The compat mask (flags, then the mask kernel) compiles one variant per block size whatever the rows, width,
+    row starts, row_repeat and ids per row, and the warm list holds it."""
+    calls = [warmup.Call("mask", r, w, k, 8, rr, st) for r in (2, 640) for w in (1, 1001, 262144)
+             for k in (1, 2048) for rr in (1, 2) for st in (False, True)]
+    vs = warmup.variants(calls, H200)
+    assert sorted(warmup.parts(v[0])[0] for v in vs.values()) == ["_flags_kernel", "_mask_kernel"], sorted(vs)
+    assert set(vs) <= set(warmup.variants(warmup.warm_calls(max_rows=2), H200))
+
+
 def test_record_names_what_the_call_launches():
     """A recorded call: the scores launch then the hier select for k = 64 over 262144 logits; the parallel radix's
     five launches of one kernel for k = 2048 at 8 rows; every variant key spells the kernel, its constexprs and
