@@ -11,6 +11,7 @@ import sys
 
 SUBCOMMANDS = {  # name: module
     "warmup": "dsa_lab.warmup",
+    "compile-check": "dsa_lab.compile_check",
     "verify": "dsa_lab.bench.verify",
     "sweep": "dsa_lab.bench.sweep",
     "report": "dsa_lab.bench.report",
@@ -37,9 +38,9 @@ def main(argv=None) -> int:
     import torch
 
     argv = sys.argv[1:] if argv is None else list(argv)
-    if not torch.cuda.is_available() and argv[:1] != ["warmup"]:
-        # No GPU: run the Triton arms through the interpreter (warmup compiles instead).  Must be set before any
-        # kernel module is imported (TRITON_INTERPRET is read when a kernel is decorated).
+    if not torch.cuda.is_available() and argv[:1] not in (["warmup"], ["compile-check"]):
+        # No GPU: run the Triton arms through the interpreter (warmup and compile-check compile instead).  Must be set
+        # before any kernel module is imported (TRITON_INTERPRET is read when a kernel is decorated).
         os.environ.setdefault("TRITON_INTERPRET", "1")
     args = build_parser().parse_args(argv)
     return int(args._run(args) or 0)

@@ -9,8 +9,6 @@ finds it by *recording* the dispatch (:func:`dsa_lab.kernels.recording`) over a 
 * on a GPU, compiles them all in parallel threads into Triton's on-disk cache (``TRITON_CACHE_DIR``; dsa_lab
   points it at ``~/.cache/dsa_lab/triton`` unless it is set), so a later process's first call loads a compiled
   kernel instead of compiling one;
-* ``--target sm_90|gfx950|gfx942`` compiles them for that target on the CPU (no GPU) and writes compile seconds,
-  registers, shared memory and spills per variant to a CSV;
 * :func:`preload`, called once by a long-lived process at startup, loads them all into that process.
 
 The calls: the decode grid (:func:`decode_calls`: every row count 1-640, k in {64, 512, 2048}, the select and the
@@ -21,7 +19,6 @@ correctness run's (:func:`verify_calls`: other block sizes, row starts and row r
 from __future__ import annotations
 
 import argparse
-import atexit
 import dataclasses
 import inspect
 import os
@@ -203,58 +200,6 @@ def variants(calls, facts: dict = H200) -> dict:
     return out
 
 
-# ------------------------------------------------------------------------------------------------- compiling
-TARGETS = {"sm_90": ("cuda", 90, 32), "gfx950": ("hip", "gfx950", 64), "gfx942": ("hip", "gfx942", 64)}
-
-
-def compile_for(launch, target: str):
-    """Compile a recorded launch for ``target`` (a key of :data:`TARGETS`) on the CPU: the ``CompiledKernel``."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
-    name, sig, cx, opts = parts(launch)
-    params = [n for n, _ in _params(launch.kernel)]
-    full_sig = {n: sig.get(n, "constexpr") for n in params}
-    attrs = {(params.index(n),): [["tt.divisibility", 16]] for n, t in sig.items() if t.startswith("*")}
-    backend = TARGETS[target]
-    options = {k: v for k, v in opts.items() if backend[0] == "cuda" or k not in ("launch_pdl", "maxnreg")}
-    src = ASTSource(launch.kernel, full_sig, constexprs={n: v for n, v in cx.items()}, attrs=attrs)
-    return triton.compile(src, target=GPUTarget(*backend), options=options)
-
-
-def resources(kernel, target: str) -> dict:
-    """Registers, spills and shared memory of a compiled kernel, read from its metadata / binary."""
-    md = kernel.metadata
-    out = {"shared": getattr(md, "shared", None)}
-    if target.startswith("gfx"):
-        import re
-
-        asm = kernel.asm.get("amdgcn", "")
-        for key, pat in (("vgpr", r"\.vgpr_count:\s+(\d+)"), ("sgpr", r"\.sgpr_count:\s+(\d+)"),
-                         ("agpr", r"\.agpr_count:\s+(\d+)"), ("vgpr_spill", r"\.vgpr_spill_count:\s+(\d+)"),
-                         ("sgpr_spill", r"\.sgpr_spill_count:\s+(\d+)"),
-                         ("scratch", r"\.private_segment_fixed_size:\s+(\d+)")):
-            m = re.search(pat, asm)
-            out[key] = int(m.group(1)) if m else None
-        return out
-    import re
-    import subprocess
-    import tempfile
-
-    import triton
-
-    tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
-    if os.path.exists(tool):
-        with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-            f.write(kernel.asm["cubin"])
-            f.flush()
-            txt = subprocess.run([tool, "--dump-resource-usage", f.name], capture_output=True, text=True).stdout
-        got = {k: int(v) for k, v in re.findall(r"\b(REG|STACK|SHARED|LOCAL):(\d+)", txt)}
-        out.update(regs=got.get("REG"), local=got.get("LOCAL"), stack=got.get("STACK"))
-    return out
-
-
 def _mock(v):
     return v.dtype if isinstance(v, torch.Tensor) else v  # JITFunction.warmup wraps dtypes into mock tensors
 
@@ -336,10 +281,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=os.cpu_count() or 4, help="parallel compile threads")
     p.add_argument("--cache-dir", default=None,
                    help="Triton cache directory (default: $TRITON_CACHE_DIR, else ~/.cache/dsa_lab/triton)")
-    p.add_argument("--target", choices=sorted(TARGETS), default=None,
-                   help="compile for this target on the CPU instead of the present GPU (each variant cold: a fresh "
-                        "temporary cache unless --cache-dir)")
-    p.add_argument("--csv", default=None, help="with --target or on a GPU: write per-variant seconds (and resources)")
+    p.add_argument("--csv", default=None, help="write each variant's compile-finish time here (+ .meta.json)")
 
 
 def run(args) -> int:
@@ -348,7 +290,7 @@ def run(args) -> int:
     calls = decode_calls() if args.decode_only else warm_calls(fused=args.fused)
     if args.verify:
         calls = list(dict.fromkeys(calls + verify_calls()))
-    gpu = torch.cuda.is_available() and not args.dry_run and args.target is None
+    gpu = torch.cuda.is_available() and not args.dry_run
     facts = H200
     if gpu:
         from ._impl import device_facts
@@ -363,37 +305,16 @@ def run(args) -> int:
         print(f"# {len(vs)} variants for {len(calls)} calls on {facts['name']} ({facts['sm_count']} SMs), "
               f"listed in {t_list:.1f} s", file=sys.stderr)
         return 0
-    rows = []
-    if args.target is not None:
-        from .kernels import hier  # noqa: F401  (decorate the kernels before timing)
-
-        if not args.cache_dir:  # a cold compile each: a fresh cache, removed afterwards
-            import shutil
-            import tempfile
-
-            tmp = tempfile.mkdtemp(prefix="dsa_lab_target_")
-            os.environ["TRITON_CACHE_DIR"] = tmp
-            atexit.register(shutil.rmtree, tmp, True)
-
-        items = list(vs.items())
-        for i, (key, (launch, n)) in enumerate(items):
-            t = time.perf_counter()
-            k = compile_for(launch, args.target)
-            dt = time.perf_counter() - t
-            res = resources(k, args.target)
-            rows.append({"variant": key, "calls": n, "compile_s": round(dt, 3), **res})
-            print(f"[{i + 1}/{len(items)}] {dt:6.1f} s  {res}  {key}", flush=True)
-    elif not gpu:
-        print("no CUDA GPU: nothing to compile into the cache (use --dry-run, or --target to compile on the CPU)",
-              file=sys.stderr)
+    if not gpu:
+        print("no CUDA GPU: nothing to compile into the cache (--dry-run lists the variants; "
+              "`dsa-lab compile-check --target` compiles them for a target on the CPU)", file=sys.stderr)
         return 2
-    else:
-        cache = os.environ["TRITON_CACHE_DIR"]  # (set by ``import dsa_lab`` unless the user set it)
-        print(f"compiling {len(vs)} variants into {cache} with {args.threads} threads", file=sys.stderr)
-        t = time.perf_counter()
-        done = warm([(key, launch) for key, (launch, _) in vs.items()], threads=args.threads)
-        print(f"{len(done)} variants in {time.perf_counter() - t:.1f} s", file=sys.stderr)
-        rows = [{"variant": key, "done_s": round(s, 3)} for key, s in done]
+    cache = os.environ["TRITON_CACHE_DIR"]  # (set by ``import dsa_lab`` unless the user set it)
+    print(f"compiling {len(vs)} variants into {cache} with {args.threads} threads", file=sys.stderr)
+    t = time.perf_counter()
+    done = warm([(key, launch) for key, (launch, _) in vs.items()], threads=args.threads)
+    print(f"{len(done)} variants in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+    rows = [{"variant": key, "done_s": round(s, 3)} for key, s in done]
     if args.csv:
         from .bench import data
 
@@ -402,6 +323,6 @@ def run(args) -> int:
             data.append_row(args.csv, r, list(rows[0]))
         data.save_meta(data.meta_path(args.csv), data.collect_metadata(
             "dsa-lab warmup " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["warmup"] else sys.argv[1:]),
-            {"variants": len(vs), "calls": len(calls), "target": args.target or "gpu", "threads": args.threads,
+            {"variants": len(vs), "calls": len(calls), "threads": args.threads,
              "seconds": round(time.perf_counter() - t0, 1)}))
     return 0

@@ -75,11 +75,15 @@ def producer_sass(root, next_n):
 def warm_sass(root, only=None):
     """``{variant key: SASS}`` of every variant the tree's warmup lists (decode grid and buckets, the fused arm)."""
     wu = load_tree(root, "dsa_lab.warmup")
+    compile_for = getattr(wu, "compile_for", None)  # in warmup before compile-check existed
+    if compile_for is None:
+        cc = load_tree(root, "dsa_lab.compile_check")
+        wu, compile_for = cc.warmup, cc.compile_for
     out = {}
     for key, (launch, _) in wu.variants(wu.warm_calls(fused=True), wu.H200).items():
         if only and not re.search(only, key):
             continue
-        out[key] = sass(wu.compile_for(launch, "sm_90").asm["cubin"])
+        out[key] = sass(compile_for(launch, "sm_90").asm["cubin"])
     return out
 
 

@@ -1,0 +1,72 @@
+"""`dsa-lab compile-check`: the resource gate's rules, and the gfx950 gate itself (CI runs it: no GPU needed)."""
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from dsa_lab import compile_check as cc
+from dsa_lab import warmup
+
+
+def test_sm90_resident_warps():
+    # 32 registers, no shared memory, 4 warps: 16 programs x 4 warps = 64 warps (the SM's limit)
+    assert cc.sm90_resident_warps(32, 0, 4) == 64
+    # 80 registers -> 2560 per warp -> 25 warps by registers -> 3 programs of 8 warps
+    assert cc.sm90_resident_warps(80, 8192, 8) == 24
+    # shared memory: 100 KB a program -> 2 programs
+    assert cc.sm90_resident_warps(32, 100 * 1024, 4) == 8
+    # 255 registers at 8 warps: 8192 registers a warp -> 8 warps -> one program
+    assert cc.sm90_resident_warps(255, 0, 8) == 8
+
+
+@pytest.mark.parametrize("target", sorted(cc.TARGETS))
+def test_gate_fails_on_spills_scratch_and_shared(target):
+    ok = {"spills": 0, "sgpr_spills": 12, "scratch": 0, "shared": 1024, "waves": 8}
+    assert cc.check(ok, target) == []  # SGPRs parked in VGPR lanes touch no memory
+    lim = cc.TARGETS[target].shared_limit
+    for bad, word in (({"spills": 3}, "spilled"), ({"scratch": 16}, "B of"), ({"shared": lim + 1}, "shared"),
+                      ({"waves": 0}, "fits")):
+        problems = cc.check({**ok, **bad}, target)
+        assert len(problems) == 1 and word in problems[0], (bad, problems)
+
+
+def test_amd_targets_record_the_rocm_branch():
+    """Recorded with an AMD device's facts: no programmatic dependent launch (CUDA only), grids from its CUs."""
+    for target in ("gfx950", "gfx942"):
+        vs = warmup.variants([warmup.Call("full", 8, 262144, 64)], cc.TARGETS[target].facts)
+        assert vs and all("GDC=1" not in k and "launch_pdl" not in k for k in vs), sorted(vs)
+    vs = warmup.variants([warmup.Call("full", 8, 262144, 64)], cc.TARGETS["sm_90"].facts)
+    assert any("launch_pdl=1" in k for k in vs), sorted(vs)
+
+
+def test_ci_subset_is_one_variant_per_kernel_and_k_bucket():
+    items = list(warmup.variants(warmup.warm_calls(max_rows=4), cc.TARGETS["gfx950"].facts).items())
+    sub = cc.subset_ci(items)
+    tags = [(warmup.parts(launch)[0], warmup.parts(launch)[2].get("KP")) for _, (launch, _) in sub]
+    assert len(tags) == len(set(tags))
+    assert {t for _, (launch, _) in items for t in [(warmup.parts(launch)[0], warmup.parts(launch)[2].get("KP"))]} \
+        == set(tags)
+    assert {kp for name, kp in tags if name == "_hier_kernel"} == {64, 128, 256, 512}
+
+
+@pytest.mark.slow
+def test_gfx950_gate(tmp_path):
+    """The CI gate: every kernel and k bucket of the default path compiled for gfx950 (MI355X) on this CPU, with no
+    vector-register spill, no scratch and LDS within 160 KB.  Compiled, not run."""
+    out = tmp_path / "gfx950.csv"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    p = subprocess.run([sys.executable, "-m", "dsa_lab.cli", "compile-check", "--target", "gfx950", "--subset", "ci",
+                        "--csv", str(out)], env=env, capture_output=True, text=True, timeout=1800)
+    print(p.stdout[-4000:], p.stderr[-4000:])
+    rows = list(csv.DictReader(out.open())) if out.exists() else []
+    bad = [(r["variant"], r["problem"]) for r in rows if r["ok"] != "1"]
+    assert p.returncode == 0 and not bad, bad or p.stderr[-2000:]
+    kernels = {r["kernel"] for r in rows}
+    assert kernels >= {"_hier_kernel", "_block_scores_kernel", "_radix_kernel", "_radix_par_kernel", "_flags_kernel",
+                       "_mask_kernel"}, kernels
+    assert all(int(r["waves"]) >= 1 and int(r["shared"]) <= 163840 for r in rows)
+    meta = json.loads((tmp_path / "gfx950.meta.json").read_text())
+    assert meta["target"] == "gfx950" and meta["variants"] == len(rows) and meta["over_limit"] == 0
