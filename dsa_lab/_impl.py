@@ -52,14 +52,16 @@ def resolve(impl, device: torch.device, allowed: tuple[str, ...], *, auto_gpu: s
 
 @functools.lru_cache(maxsize=None)
 def device_facts(device_index: int | None) -> dict:
-    """Multiprocessor count and warp size of a CUDA device (or interpreter stand-ins)."""
+    """Multiprocessor count, warp size, architecture (``sm_90``, ``gfx950``, ...) and features of a GPU (or
+    interpreter stand-ins): what the dispatch and the launchers may choose by."""
     if device_index is None or not torch.cuda.is_available():
-        return {"sm_count": 4, "warp_size": 32, "name": "triton-interpreter"}
+        return {"sm_count": 4, "warp_size": 32, "name": "triton-interpreter", "arch": None}
     p = torch.cuda.get_device_properties(device_index)
     warp = getattr(p, "warp_size", 64 if torch.version.hip else 32)
+    arch = getattr(p, "gcnArchName", "gfx").split(":")[0] if torch.version.hip else f"sm_{p.major}{p.minor}"
     # programmatic dependent launch (griddepcontrol): CUDA sm_90 and later only
     pdl = not torch.version.hip and p.major >= 9
-    return {"sm_count": p.multi_processor_count, "warp_size": warp, "name": p.name, "pdl": pdl}
+    return {"sm_count": p.multi_processor_count, "warp_size": warp, "name": p.name, "pdl": pdl, "arch": arch}
 
 
 def facts_for(t: torch.Tensor) -> dict:

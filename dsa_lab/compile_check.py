@@ -38,12 +38,10 @@ class Target:
 # 64K registers per SM; CDNA3 (MI300X) 64 KB of LDS per workgroup, CDNA4 (MI355X) 160 KB; 8 waves per SIMD.
 TARGETS = {
     "sm_90": Target(("cuda", 90, 32), warmup.H200, 232448, 64),
-    "gfx950": Target(("hip", "gfx950", 64),
-                     {"sm_count": 256, "warp_size": 64, "name": "AMD Instinct MI355X (gfx950)", "pdl": False},
-                     163840, 8),
-    "gfx942": Target(("hip", "gfx942", 64),
-                     {"sm_count": 304, "warp_size": 64, "name": "AMD Instinct MI300X (gfx942)", "pdl": False},
-                     65536, 8),
+    "gfx950": Target(("hip", "gfx950", 64), {"sm_count": 256, "warp_size": 64, "name": "AMD Instinct MI355X (gfx950)",
+                                             "pdl": False, "arch": "gfx950"}, 163840, 8),
+    "gfx942": Target(("hip", "gfx942", 64), {"sm_count": 304, "warp_size": 64, "name": "AMD Instinct MI300X (gfx942)",
+                                             "pdl": False, "arch": "gfx942"}, 65536, 8),
 }
 COLUMNS = ["kernel", "variant", "calls", "compile_s", "num_warps", "regs", "agpr", "sgpr", "spills", "sgpr_spills",
            "scratch", "shared", "shared_limit", "waves", "occupancy", "ok", "problem"]
@@ -132,11 +130,11 @@ def check(row: dict, target: str) -> list[str]:
 
 
 def subset_ci(items):
-    """One variant per kernel and k bucket (the hier kernel's ``KP``), in list order."""
+    """One variant per kernel, k bucket (the hier kernel's ``KP``) and next_n (the producer's), in list order."""
     seen, out = set(), []
     for key, (launch, n) in items:
         name, _, cx, _ = warmup.parts(launch)
-        tag = (name, cx.get("KP"))
+        tag = (name, cx.get("KP"), cx.get("NEXT_N"))
         if tag not in seen:
             seen.add(tag)
             out.append((key, (launch, n)))
@@ -165,6 +163,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", choices=sorted(TARGETS), required=True)
     p.add_argument("--subset", choices=("all", "ci"), default="all",
                    help="ci: one variant per kernel and k bucket (the CI gate)")
+    p.add_argument("--only", default=None, metavar="REGEX", help="only the variants whose line matches REGEX")
     p.add_argument("--decode-only", action="store_true", help="only the decode grid's variants")
     p.add_argument("--fused", action="store_true", help="also the triton_fused arm's variants")
     p.add_argument("--jobs", type=int, default=1,
@@ -177,6 +176,8 @@ def run(args) -> int:
     t0 = time.perf_counter()
     calls = warmup.decode_calls() if args.decode_only else warmup.warm_calls(fused=args.fused)
     items = list(warmup.variants(calls, TARGETS[args.target].facts).items())
+    if args.only:
+        items = [it for it in items if re.search(args.only, it[0])]
     _ITEMS = subset_ci(items) if args.subset == "ci" else items
     from .kernels import hier  # noqa: F401  (decorate the kernels before any timing)
 

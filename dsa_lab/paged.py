@@ -55,17 +55,30 @@ def check_fp8(t: torch.Tensor, name: str) -> torch.Tensor:
 def fp8_dot_supported(device: torch.device) -> bool:
     """True when Triton can feed e4m3fn operands straight to ``tl.dot`` on ``device``.
 
-    Verified: NVIDIA H200 (sm_90).  Assumed by capability: sm_89+ (Ada, Blackwell).  ROCm returns False
-    (the upcast path, correct on any device): gfx950 has e4m3fn MFMA but was not available to verify,
-    gfx942's native format is fnuz.  The Triton interpreter returns False (numpy has no fp8).
+    Verified: NVIDIA H200 (sm_90).  Assumed by capability: sm_89+ (Ada, Blackwell).  AMD gfx950 (MI355X: a
+    native e4m3fn MFMA) and gfx942 (MI300X: its native fp8 is ``fnuz``; Triton converts e4m3fn operands to f16 for
+    an f16 MFMA, exact): compiled and resource-checked on a CPU (``dsa-lab compile-check``), never run.  Any other
+    device, and the Triton interpreter (numpy has no fp8): False, the upcast path.
     """
     import os
 
     if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
         return False
-    if device.type != "cuda" or torch.version.hip:
+    if device.type != "cuda":
         return False
-    return torch.cuda.get_device_capability(device) >= (8, 9)
+    from ._impl import device_facts
+
+    return fp8_dot_for_arch(device_facts(device.index if device.index is not None else torch.cuda.current_device())
+                            ["arch"])
+
+
+def fp8_dot_for_arch(arch) -> bool:
+    """:func:`fp8_dot_supported` by architecture name (``sm_90``, ``gfx950``, ...)."""
+    if not arch:
+        return False
+    if arch.startswith("gfx"):
+        return arch in ("gfx942", "gfx950")
+    return int(arch[3:]) >= 89
 
 
 def e4m3fn_to_float32(bits: torch.Tensor) -> torch.Tensor:

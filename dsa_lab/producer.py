@@ -45,6 +45,7 @@ __all__ = [
     "sanitize_decode_logits",
     "sanitize_decode_logits_full",
     "producer_bytes",
+    "producer_flops",
     "logits_error",
     "DecodeStep",
     "decode_step",
@@ -340,6 +341,18 @@ def producer_bytes(context_lens, next_n, num_heads, head_dim=128, *, block_kv=64
     read = kv + q + w + table
     out = int(ends.sum()) * 4
     return {"kv": kv, "q": q, "weights": w, "block_table": table, "read": read, "out": out, "total": read + out}
+
+
+def producer_flops(context_lens, next_n, num_heads, head_dim=128, *, max_model_len=None) -> int:
+    """The fp8 MMA work of one :func:`paged_mqa_logits` call on the Triton path (the roofline's compute term):
+    ``2 * next_n * H * D`` flops for every key of a sequence up to its largest row end (the kernel multiplies each
+    loaded key tile by all of the sequence's rows; a row's columns past its own end are computed, never stored)."""
+    ctx = context_lens if isinstance(context_lens, torch.Tensor) else torch.tensor(list(context_lens))
+    ends = decode_row_ends(ctx.cpu().to(torch.int64), next_n).to(torch.int64)
+    if max_model_len is not None:
+        ends = ends.clamp(max=int(max_model_len))
+    B = ends.numel() // next_n
+    return 2 * next_n * num_heads * head_dim * int(ends.view(B, next_n).amax(dim=1).sum())
 
 
 # ------------------------------------------------------------------------------------------ decode step

@@ -27,7 +27,7 @@ import time
 
 import torch
 
-H200 = {"sm_count": 132, "warp_size": 32, "name": "NVIDIA H200", "pdl": True}
+H200 = {"sm_count": 132, "warp_size": 32, "name": "NVIDIA H200", "pdl": True, "arch": "sm_90"}
 DECODE_WIDTH, DECODE_BLOCK = 262144, 8
 DECODE_K = (64, 512, 2048)
 MAX_ROWS = 640
@@ -41,7 +41,9 @@ class Call:
     """One public call: ``entry`` is ``select`` (:func:`dsa_lab.topk_select` over ``width`` columns), ``full``
     (:func:`dsa_lab.select_candidate_blocks` over ``width`` logits), ``fused`` (the same, the fused arm),
     ``scores`` (:func:`dsa_lab.block_scores`), ``flags`` (:func:`dsa_lab.candidate_flags`) or ``mask``
-    (:func:`dsa_lab.compat.vllm_apply_candidate_mask`, ``k`` ids per row); ``block_size``,
+    (:func:`dsa_lab.compat.vllm_apply_candidate_mask`, ``k`` ids per row) or ``producer``
+    (:func:`dsa_lab.paged_mqa_logits`: ``rows`` sequences, ``k`` = next_n, ``starts``: per-row ends, the
+    ``(B, next_n)`` layout; H = 64, D = 128, 64-token cache blocks, ``width`` = max_model_len); ``block_size``,
     ``row_repeat``, ``starts`` (row starts given) and ``flags`` (``with_flags``) as the call passes them (the last
     two: ``full`` and ``fused``)."""
 
@@ -79,6 +81,7 @@ def warm_calls(max_rows: int = MAX_ROWS, *, fused: bool = False) -> list[Call]:
                     calls += [Call("fused", r, DECODE_WIDTH, k, flags=fl), Call("fused", r, ODD_WIDTH, k, flags=fl)]
     calls += [Call("scores", 1, DECODE_WIDTH, 0), Call("flags", 1, DECODE_WIDTH, 64),
               Call("mask", 1, DECODE_WIDTH, 64)]
+    calls += [Call("producer", 128, DECODE_WIDTH, nn, starts=two) for nn in range(1, 6) for two in (False, True)]
     return list(dict.fromkeys(calls))
 
 
@@ -135,6 +138,17 @@ def record(call: Call, facts: dict = H200) -> list:
             starts = torch.empty((ng,), **i32) if call.starts else None
             apply_mask(torch.empty((r, w), device=meta), torch.empty((ng,), **i32), starts,
                        torch.empty((r, k), **i32), flags, bs, rr, facts["sm_count"])
+        elif call.entry == "producer":
+            from .kernels.producer import paged_mqa_logits_triton
+
+            H, D, bkv = 64, 128, 64
+            blocks = -(-w // bkv)
+            paged_mqa_logits_triton(
+                torch.empty((r, k, H, D), dtype=torch.float8_e4m3fn, device=meta),
+                torch.empty((r * blocks, bkv, 1, D + 4), dtype=torch.uint8, device=meta),
+                torch.empty((r * k, H), dtype=torch.float32, device=meta),
+                torch.empty((r, k) if call.starts else (r,), **i32), torch.empty((r, blocks), **i32),
+                torch.empty((r * k, w), dtype=torch.float32, device=meta), facts=facts)
         else:
             raise ValueError(f"unknown entry {call.entry!r}")
     return rec

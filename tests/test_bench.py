@@ -55,6 +55,20 @@ def test_roofline_placement():
     small = bench.roofline(1000, 3.0, ceil)  # latency bound: the launch floor wins
     assert small["floor_us"] == pytest.approx(1.2)
     assert bench.roofline(1000, 3.0, ceil, launches=2)["floor_us"] == pytest.approx(1.8)
+    # the compute term: 2e12 flops at 1000 Tflop/s = 2000 µs, above the 2 µs of bytes; absent without a peak
+    mma = {**ceil, "fp8_tflops": 1000.0}
+    assert bench.roofline(8_000_000, 4000.0, mma, flops=2e12)["floor_us"] == pytest.approx(2000.0)
+    assert bench.roofline(8_000_000, 4000.0, mma, flops=2e12)["roofline_frac"] == pytest.approx(0.5)
+    assert bench.roofline(8_000_000, 4000.0, ceil, flops=2e12)["floor_us"] == pytest.approx(2.0)
+
+
+def test_fp8_mma_peak_needs_a_gpu_with_fp8_dot():
+    if not torch.cuda.is_available():
+        assert bench.measure_fp8_mma_peak() == {}
+        return
+    peak = bench.measure_fp8_mma_peak()
+    if peak:  # sane bounds for any fp8 tensor-core GPU: between 50 and 20,000 Tflop/s
+        assert 50 < peak["fp8_tflops"] < 20000 and peak["fp8_method"] in ("torch._scaled_mm", "triton tl.dot GEMM")
 
 
 def test_measure_ceilings_keys():

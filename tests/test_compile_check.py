@@ -42,31 +42,57 @@ def test_amd_targets_record_the_rocm_branch():
     assert any("launch_pdl=1" in k for k in vs), sorted(vs)
 
 
-def test_ci_subset_is_one_variant_per_kernel_and_k_bucket():
+def _tag(launch):
+    name, _, cx, _ = warmup.parts(launch)
+    return name, cx.get("KP"), cx.get("NEXT_N")
+
+
+def test_ci_subset_is_one_variant_per_kernel_k_bucket_and_next_n():
     items = list(warmup.variants(warmup.warm_calls(max_rows=4), cc.TARGETS["gfx950"].facts).items())
-    sub = cc.subset_ci(items)
-    tags = [(warmup.parts(launch)[0], warmup.parts(launch)[2].get("KP")) for _, (launch, _) in sub]
-    assert len(tags) == len(set(tags))
-    assert {t for _, (launch, _) in items for t in [(warmup.parts(launch)[0], warmup.parts(launch)[2].get("KP"))]} \
-        == set(tags)
-    assert {kp for name, kp in tags if name == "_hier_kernel"} == {64, 128, 256, 512}
+    tags = [_tag(launch) for _, (launch, _) in cc.subset_ci(items)]
+    assert len(tags) == len(set(tags)) and set(tags) == {_tag(launch) for _, (launch, _) in items}
+    assert {kp for name, kp, _ in tags if name == "_hier_kernel"} == {64, 128, 256, 512}
+    assert {nn for name, _, nn in tags if name == "_paged_mqa_logits_kernel"} == {1, 2, 3, 4, 5}
 
 
-@pytest.mark.slow
-def test_gfx950_gate(tmp_path):
-    """The CI gate: every kernel and k bucket of the default path compiled for gfx950 (MI355X) on this CPU, with no
-    vector-register spill, no scratch and LDS within 160 KB.  Compiled, not run."""
-    out = tmp_path / "gfx950.csv"
+def test_producer_tiles_per_target():
+    """The producer's launch per architecture: 128-token triple-buffered tiles on sm_90, 64-token single-stage tiles
+    on gfx950 / gfx942 (the AMD register budget), the fp8 dot on all three."""
+    for target, bt, stages in (("sm_90", 128, 3), ("gfx950", 64, 1), ("gfx942", 64, 1)):
+        vs = warmup.variants([warmup.Call("producer", 8, 4096, 5)], cc.TARGETS[target].facts)
+        (launch, _), = vs.values()
+        cx = warmup.parts(launch)[2]
+        assert (cx["BLOCK_T"], cx["NUM_STAGES"], cx["FP8_DOT"], cx["NEXT_N"]) == (bt, stages, True, 5), (target, cx)
+
+
+def compile_check(tmp_path, target, *args):
+    out = tmp_path / f"{target}.csv"
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    p = subprocess.run([sys.executable, "-m", "dsa_lab.cli", "compile-check", "--target", "gfx950", "--subset", "ci",
+    p = subprocess.run([sys.executable, "-m", "dsa_lab.cli", "compile-check", "--target", target, *args,
                         "--csv", str(out)], env=env, capture_output=True, text=True, timeout=1800)
     print(p.stdout[-4000:], p.stderr[-4000:])
     rows = list(csv.DictReader(out.open())) if out.exists() else []
     bad = [(r["variant"], r["problem"]) for r in rows if r["ok"] != "1"]
     assert p.returncode == 0 and not bad, bad or p.stderr[-2000:]
+    return rows
+
+
+def test_gfx942_producer_compiles_without_spills(tmp_path):
+    """MI300X: the producer's default launch at next_n 1-5, e4m3fn operands through Triton's conversion to f16 MFMA
+    (gfx942's native fp8 is fnuz), with no spill, no scratch and LDS within 64 KB."""
+    rows = compile_check(tmp_path, "gfx942", "--subset", "ci", "--only", "_paged_mqa_logits_kernel")
+    assert sorted(int(r["variant"].split("NEXT_N=")[1].split()[0]) for r in rows) == [1, 2, 3, 4, 5]
+    assert all(r["scratch"] == "0" and r["spills"] == "0" and int(r["shared"]) <= 65536 for r in rows), rows
+
+
+@pytest.mark.slow
+def test_gfx950_gate(tmp_path):
+    """The CI gate: every kernel, k bucket and producer next_n (1-5) of the default path compiled for gfx950 (MI355X)
+    on this CPU, with no vector-register spill, no scratch and LDS within 160 KB.  Compiled, not run."""
+    rows = compile_check(tmp_path, "gfx950", "--subset", "ci")
     kernels = {r["kernel"] for r in rows}
     assert kernels >= {"_hier_kernel", "_block_scores_kernel", "_radix_kernel", "_radix_par_kernel", "_flags_kernel",
-                       "_mask_kernel"}, kernels
+                       "_mask_kernel", "_paged_mqa_logits_kernel"}, kernels
     assert all(int(r["waves"]) >= 1 and int(r["shared"]) <= 163840 for r in rows)
     meta = json.loads((tmp_path / "gfx950.meta.json").read_text())
     assert meta["target"] == "gfx950" and meta["variants"] == len(rows) and meta["over_limit"] == 0

@@ -346,6 +346,13 @@ def test_producer_bytes():
     assert producer.producer_bytes([100], 1, 64, max_model_len=50)["kv"] == 50 * 132
 
 
+def test_producer_flops():
+    # sequences read 100 and 7 tokens; each token meets 2 rows x 64 heads x 128 dims, 2 flops a multiply-add
+    assert producer.producer_flops([100, 7], 2, 64, 128) == 2 * 2 * 64 * 128 * 107
+    assert producer.producer_flops(torch.tensor([[99, 100], [6, 7]]), 2, 64, 128) == 2 * 2 * 64 * 128 * 107
+    assert producer.producer_flops([100], 1, 64, max_model_len=50) == 2 * 64 * 128 * 50
+
+
 def test_decode_step_composes(device, fresh_seed):
     B, N, width, k = 2, 2, 512, 8
     p = paged.random_decode_problem(B, N, [400, 33], num_heads=16, block_kv=16, max_model_len=width,

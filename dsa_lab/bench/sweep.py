@@ -108,6 +108,7 @@ PRODUCER_COLUMNS = [
     "median_us", "p10_us", "p90_us", "min_us", "max_us", "samples",
     "bytes", "write_bytes", "gbps", "stream_frac", "floor_us", "roofline_frac",
     "heads", "head_dim", "block_kv", "max_model_len", "check", "timing", "seed", "commit",
+    "flops", "tflops", "mma_frac",
 ]
 COLUMNS = {"select_sweep": SELECT_COLUMNS, "step_breakdown": STEP_COLUMNS, "producer_sweep": PRODUCER_COLUMNS}
 
@@ -512,8 +513,8 @@ class Sweep:
         return todo
 
     def base_row(self, p: Point, arm: str, stage: str, t: bench.Timing, nbytes: int, seed: int, check: str,
-                 launches: int = 1) -> dict:
-        rf = bench.roofline(nbytes, t.median_us, self.ceilings, launches=launches)
+                 launches: int = 1, flops: float = 0.0) -> dict:
+        rf = bench.roofline(nbytes, t.median_us, self.ceilings, launches=launches, flops=flops)
         row = {
             "arm": arm, "stage": stage, "context": p.context, "concurrency": p.concurrency, "next_n": p.next_n,
             "rows": p.rows, "k": p.k, "dist": p.dist,
@@ -602,6 +603,8 @@ class Sweep:
         pbd = producer.producer_bytes(prob["seq_lens"], p.next_n, heads, HEAD_DIM, block_kv=self.args.block_kv,
                                       max_model_len=self.mml)  # keys + scales once per sequence, q, weights, table
         pb = {"read": pbd["read"], "write": pbd["out"]}
+        # the fp8 MMA work of the Triton producer: every key of a sequence against each of its rows' H heads
+        mma_flops = producer.producer_flops(prob["seq_lens"], p.next_n, heads, HEAD_DIM, max_model_len=self.mml)
         logits_triton()
         if on_gpu():
             torch.cuda.synchronize()
@@ -697,12 +700,17 @@ class Sweep:
                 self.errors.append(f"{arm}:{stage} {p}: {type(e).__name__}: {e}")
                 continue
             launches = 2 if stage == "step" else 1
-            row = self.base_row(p, arm, stage, t, nbytes, seed, row_check, launches=launches)
+            flops = mma_flops if (p.suite == "producer" and stage == "logits" and arm == "triton") else 0
+            row = self.base_row(p, arm, stage, t, nbytes, seed, row_check, launches=launches, flops=flops)
             row.update(common)
             if p.suite == "step":
                 row["block_size"] = BLOCK_SIZE
             else:
                 row["write_bytes"] = pb["write"] if stage == "logits" else 0
+                row["flops"] = flops
+                peak = float(self.ceilings.get("fp8_tflops") or 0)
+                row["tflops"] = flops / (t.median_us * 1e6) if flops and t.median_us > 0 else None
+                row["mma_frac"] = row["tflops"] / peak if row["tflops"] and peak else None
                 bw = float(self.ceilings.get("stream_gbps") or 0)
                 row["stream_frac"] = row["gbps"] / bw if bw else None
             rec.add(row)
@@ -844,8 +852,12 @@ def run(args) -> int:
         return 0
     print(f"measuring ceilings ({bench.timing_method()}) ...", flush=True)
     sw.ceilings = bench.measure_ceilings()
+    if any(p.suite == "producer" for p, _ in pending):
+        sw.ceilings.update(bench.measure_fp8_mma_peak())
     print(f"  stream {sw.ceilings['stream_gbps']:.0f} GB/s, one launch {sw.ceilings['launch_us']:.2f} us, "
-          f"two launches {sw.ceilings['two_launch_us']:.2f} us", flush=True)
+          f"two launches {sw.ceilings['two_launch_us']:.2f} us"
+          + (f", fp8 MMA {sw.ceilings['fp8_tflops']:.0f} Tflop/s ({sw.ceilings['fp8_method']})"
+             if sw.ceilings.get("fp8_tflops") else ""), flush=True)
     remaining = None if args.max_seconds is None else max(args.max_seconds - (time.monotonic() - t_start), 0.0)
     deadline = Deadline(remaining)
     command = command_line(args)

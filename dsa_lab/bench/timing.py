@@ -264,6 +264,82 @@ def _kernels():
     return empty_kernel, stream_sum_kernel
 
 
+@functools.lru_cache(maxsize=None)
+def _fp8_matmul_kernel():
+    """A plain Triton fp8 GEMM (``C = A @ B``, e4m3fn in, fp32 accumulate, bf16 out): the ``tl.dot`` fp8 rate a
+    Triton kernel reaches on this device (the compute ceiling's Triton half)."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def fp8_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                          GROUP: tl.constexpr):
+        pid = tl.program_id(0)
+        nm, nn = tl.cdiv(M, BM), tl.cdiv(N, BN)
+        g = pid // (GROUP * nn)
+        first = g * GROUP
+        rows = tl.minimum(nm - first, GROUP)
+        pm = first + (pid % (GROUP * nn)) % rows
+        pn = (pid % (GROUP * nn)) // rows
+        om = pm * BM + tl.arange(0, BM)
+        on = pn * BN + tl.arange(0, BN)
+        ok = tl.arange(0, BK)
+        a = a_ptr + om[:, None] * K + ok[None, :]  # A [M, K] row-major
+        b = b_ptr + on[None, :] * K + ok[:, None]  # B^T [N, K] row-major: K-major operand
+        acc = tl.zeros([BM, BN], dtype=tl.float32)
+        for _ in range(0, K, BK):
+            acc = tl.dot(tl.load(a), tl.load(b), acc)
+            a += BK
+            b += BK
+        tl.store(c_ptr + om[:, None] * N + on[None, :], acc.to(tl.bfloat16))
+
+    return fp8_matmul_kernel
+
+
+def measure_fp8_mma_peak(device=None, n: int = 8192) -> dict:
+    """The dense fp8 (e4m3fn) tensor-core rate of this GPU, Tflop/s: the best of ``torch._scaled_mm`` and a
+    Triton ``tl.dot`` GEMM (a few tile configurations) on ``n x n x n`` matrices, each timed in a CUDA graph.
+
+    Returns ``{"fp8_tflops", "fp8_method", "fp8_scaled_mm_tflops", "fp8_triton_tflops", "fp8_n"}``; an empty dict
+    without a CUDA GPU with fp8 ``tl.dot`` (see :func:`dsa_lab.paged.fp8_dot_supported`)."""
+    from ..paged import fp8_dot_supported
+
+    dev = torch.device(device or "cuda")
+    if not has_cuda() or not fp8_dot_supported(dev):
+        return {}
+    flops = 2.0 * n ** 3
+    a = torch.randn(n, n, device=dev).to(torch.float8_e4m3fn)
+    bt = torch.randn(n, n, device=dev).to(torch.float8_e4m3fn)  # B^T, row-major
+    one = torch.ones((), device=dev)
+    res = {}
+    try:
+        t = time_cuda_graph(lambda: torch._scaled_mm(a, bt.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16),
+                            target_replay_us=5000, max_inner=2, rep_ms=100)
+        res["scaled_mm"] = flops / (t.median_us * 1e6)
+    except Exception:  # noqa: BLE001 - a torch without _scaled_mm for this device: the Triton GEMM alone
+        pass
+    c = torch.empty(n, n, device=dev, dtype=torch.bfloat16)
+    kern = _fp8_matmul_kernel()
+    best = 0.0
+    for bm, bn, bk, warps, stages in ((128, 256, 128, 8, 3), (128, 128, 128, 4, 4), (256, 128, 128, 8, 3)):
+        grid = ((n // bm) * (n // bn),)
+        try:
+            t = time_cuda_graph(lambda: kern[grid](a, bt, c, n, n, n, BM=bm, BN=bn, BK=bk, GROUP=8, num_warps=warps,
+                                                   num_stages=stages), target_replay_us=5000, max_inner=2, rep_ms=100)
+        except Exception:  # noqa: BLE001 - a configuration that does not fit this device is skipped
+            continue
+        best = max(best, flops / (t.median_us * 1e6))
+    if best:
+        res["triton"] = best
+    if not res:
+        return {}
+    method = max(res, key=res.get)
+    return {"fp8_tflops": round(res[method], 1), "fp8_method": {"scaled_mm": "torch._scaled_mm",
+                                                                 "triton": "triton tl.dot GEMM"}[method],
+            "fp8_scaled_mm_tflops": round(res.get("scaled_mm", 0.0), 1) or None,
+            "fp8_triton_tflops": round(res.get("triton", 0.0), 1) or None, "fp8_n": n}
+
+
 def _stream_triton(x: torch.Tensor, out: torch.Tensor, nprog: int, block: int):
     _, k = _kernels()
     iters = -(-x.numel() // (nprog * block))
@@ -404,17 +480,20 @@ def full_bytes(arm: str, row_ends: list[int], width: int, block_size: int, k: in
     return common + rows * k * I32
 
 
-def roofline(nbytes: int, median_us: float, ceilings: dict, launches: int = 1) -> dict:
+def roofline(nbytes: int, median_us: float, ceilings: dict, launches: int = 1, flops: float = 0.0) -> dict:
     """``{"gbps", "floor_us", "roofline_frac"}`` of one measurement.
 
-    ``floor_us = max(launch floor, bytes / stream bandwidth)`` with the launch floor the
-    measured time of one empty launch in a graph (``launches=2`` uses the two-launch time);
-    ``roofline_frac = floor_us / median_us`` (1.0 = on the roofline, 0.1 = 10x above it).
+    ``floor_us = max(launch floor, bytes / stream bandwidth, flops / fp8 MMA rate)`` with the launch floor the
+    measured time of one empty launch in a graph (``launches=2`` uses the two-launch time) and the MMA term only
+    where ``flops`` and ``ceilings["fp8_tflops"]`` are given; ``roofline_frac = floor_us / median_us`` (1.0 = on
+    the roofline, 0.1 = 10x above it).
     """
     bw = float(ceilings.get("stream_gbps") or 0.0)
     launch = float(ceilings.get("two_launch_us" if launches >= 2 else "launch_us") or 0.0)
     bw_us = nbytes / (bw * 1e3) if bw > 0 else 0.0
-    floor = max(launch, bw_us)
+    peak = float(ceilings.get("fp8_tflops") or 0.0)
+    mma_us = flops / (peak * 1e6) if flops and peak > 0 else 0.0
+    floor = max(launch, bw_us, mma_us)
     gbps = nbytes / (median_us * 1e3) if median_us > 0 else float("nan")
     frac = floor / median_us if median_us > 0 else float("nan")
     return {"gbps": gbps, "floor_us": floor, "roofline_frac": frac}

@@ -6,6 +6,7 @@
 * :mod:`.hier` -- top-k by nested group maxima (``k <= 256``; ``k <= 512`` at many rows).
 * :mod:`.radix` -- top-k by digit histograms (larger ``k``).
 * :mod:`.flags` -- candidate flags from selected ids.
+* :mod:`.mask` -- the candidate mask of packed logits (the serving drop-in's ``apply_candidate_mask``).
 * :mod:`.producer` -- paged FP8 MQA logits and the bounded sanitize.
 
 Each module's ``launch`` takes checked inputs and a plan; which kernel serves which call, and with what plan, is

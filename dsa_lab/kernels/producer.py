@@ -31,6 +31,7 @@ import triton
 import triton.language as tl
 
 from .. import _impl
+from . import run
 
 
 @triton.jit
@@ -240,47 +241,55 @@ def _sanitize_kernel(x_ptr, ends_ptr, stride_x, width, BLOCK: tl.constexpr):
         tl.store(base + cols, y, mask=m)
 
 
-def _splits(groups: int, max_tiles: int, device, waves: int = 4) -> int:
+def _splits(groups: int, max_tiles: int, sm_count: int, waves: int = 4) -> int:
     """Programs per sequence/row: about ``waves`` programs per SM over ``groups``, at most one per tile.
 
     More programs than one resident wave shrink the tail when every program has the same work;
     fewer keep each program's pipelined loop long.  Depends on shapes only (graph-capturable).
     """
-    sm = _impl.device_facts(device.index if device.type == "cuda" else None)["sm_count"]
-    return max(1, min(max_tiles, triton.cdiv(waves * sm, max(groups, 1))))
+    return max(1, min(max_tiles, triton.cdiv(waves * int(sm_count), max(groups, 1))))
 
 
-def default_config(H: int, next_n: int, block_kv: int, fp8_dot: bool) -> dict:
-    """Launch defaults.  fp8 path: keys as the A operand (M = BLOCK_T), q, weights and row ends hoisted
-    out of the tile loop, keys triple-buffered by the pipeliner.
+def _facts(t):
+    return _impl.device_facts(t.device.index if t.device.type == "cuda" else None)
 
-    Chosen from the config sweep of ``scripts/gpu_producer_check.py`` on the H200 (2026-11-29, torch 2.11,
-    triton 3.6, B=128, context 131072, H=64): keys-as-A beat q-as-A (the first guess) by 1.5x at
-    next_n = 1 (689 vs 1034 µs, 71% vs 47% of the streaming ceiling) and 2.3x at next_n = 5 (2071 vs
-    4826 µs); 8 warps and 2 stages were slower.
+
+def default_config(H: int, next_n: int, block_kv: int, fp8_dot: bool, arch=None) -> dict:
+    """Launch defaults for an architecture (``sm_90``, ``gfx950``, ...).  fp8 path: keys as the A operand
+    (M = BLOCK_T), q, weights and row ends hoisted out of the tile loop.
+
+    CUDA: 128-token tiles triple-buffered by the pipeliner, chosen by the H200 config sweep
+    (``notes/producer.md``).  AMD (wave64, VGPRs and AGPRs per lane instead of a shared register file): 64-token
+    tiles, one stage, the largest that compile for gfx950 and gfx942 with no spill at next_n <= 5 (the 128-token
+    triple-buffered tiles spill hundreds of VGPRs there); compiled and checked, never run.
     """
     if not fp8_dot:
         return {"BLOCK_T": 32, "num_warps": 4, "NUM_STAGES": 1, "HOIST_Q": True, "WAVES": 4}
+    if arch and arch.startswith("gfx"):
+        return {"BLOCK_T": 64, "num_warps": 4, "NUM_STAGES": 1, "HOIST_Q": True, "WAVES": 8}
     return {"BLOCK_T": 128, "num_warps": 4, "NUM_STAGES": 3, "HOIST_Q": True, "WAVES": 8}
 
 
-def paged_mqa_logits_triton(q_fp8, kv_cache, weights, context_lens, block_table, out, *, fp8_dot=None, config=None):
+def paged_mqa_logits_triton(q_fp8, kv_cache, weights, context_lens, block_table, out, *, fp8_dot=None, config=None,
+                            facts=None):
     """Launch the logits kernel into ``out`` (checked inputs; see :func:`dsa_lab.paged_mqa_logits`).
 
-    ``fp8_dot``: None → :func:`dsa_lab.paged.fp8_dot_supported`; False forces the upcast path (testable
-    on a GPU too).  ``config``: overrides of :func:`default_config` (``BLOCK_T``, ``num_warps``, ``NUM_STAGES``,
-    ``HOIST_Q``, ``WAVES``).
+    ``fp8_dot``: None → :func:`dsa_lab.paged.fp8_dot_supported` (by ``facts["arch"]`` when ``facts`` is given);
+    False forces the upcast path (testable on a GPU too).  ``config``: overrides of :func:`default_config`
+    (``BLOCK_T``, ``num_warps``, ``NUM_STAGES``, ``HOIST_Q``, ``WAVES``).  ``facts``: the device's
+    (:func:`dsa_lab._impl.device_facts`; another device's to record its launch on ``meta`` tensors).
     """
     import torch
 
-    from ..paged import fp8_dot_supported
+    from ..paged import fp8_dot_for_arch, fp8_dot_supported
 
     B, next_n, H, D = q_fp8.shape
     block_kv = kv_cache.shape[1]
     width = out.shape[1]
     if fp8_dot is None:
-        fp8_dot = fp8_dot_supported(q_fp8.device)
-    cfg = dict(default_config(H, next_n, block_kv, fp8_dot))
+        fp8_dot = fp8_dot_supported(q_fp8.device) if facts is None else fp8_dot_for_arch(facts.get("arch"))
+    facts = facts or _facts(q_fp8)
+    cfg = dict(default_config(H, next_n, block_kv, fp8_dot, facts.get("arch")))
     cfg.update(config or {})
     flat = kv_cache.view(-1)
     k_arg = flat.view(torch.float8_e4m3fn) if fp8_dot else flat
@@ -292,8 +301,9 @@ def paged_mqa_logits_triton(q_fp8, kv_cache, weights, context_lens, block_table,
     scn = ctx.stride(1) if ctx2d else 0
     cap = block_table.shape[1] * block_kv
     max_tiles = triton.cdiv(min(width, cap), cfg["BLOCK_T"])
-    grid = (B, _splits(B, max_tiles, q_fp8.device, cfg["WAVES"]))
-    _paged_mqa_logits_kernel[grid](
+    grid = (B, _splits(B, max_tiles, facts["sm_count"], cfg["WAVES"]))
+    run(
+        _paged_mqa_logits_kernel, grid,
         q_arg, k_arg, s_arg, weights, ctx, block_table, out,
         q_arg.stride(0), q_arg.stride(1), q_arg.stride(2),
         weights.stride(0), scb, scn, block_table.stride(0), out.stride(0),
@@ -314,5 +324,5 @@ def sanitize_triton(logits, row_ends, block: int = 2048):
     if rows == 0 or width == 0:
         return
     block = min(block, triton.next_power_of_2(width))
-    grid = (rows, _splits(rows, triton.cdiv(width, block), logits.device))
-    _sanitize_kernel[grid](logits, row_ends, logits.stride(0), width, BLOCK=block)
+    grid = (rows, _splits(rows, triton.cdiv(width, block), _facts(logits)["sm_count"]))
+    run(_sanitize_kernel, grid, logits, row_ends, logits.stride(0), width, BLOCK=block)
