@@ -78,13 +78,13 @@ def bounds(x, name: str, groups: int, device, *, optional: bool = False):
     return x
 
 
-def starts_le_ends(starts, ends) -> None:
+def starts_le_ends(starts, ends, names=("row_starts", "row_ends")) -> None:
     if starts is None or not starts.numel() or capturing():
         return
     bad = starts.to(torch.int64) > ends.to(torch.int64)
     if bool(bad.any()):
         i = int(bad.nonzero()[0, 0])
-        raise ValueError(f"row_starts[{i}]={int(starts[i])} > row_ends[{i}]={int(ends[i])}")
+        raise ValueError(f"{names[0]}[{i}]={int(starts[i])} > {names[1]}[{i}]={int(ends[i])}")
 
 
 def out_tensor(out, shape, dtype, device, name: str = "out"):

@@ -49,16 +49,6 @@ def _check_row_bounds(row_ks, row_ke, groups, device):
             raise ValueError(f"{name} must have at least {groups} entries (rows // row_repeat), got {x.shape[0]}")
 
 
-def _starts_le_ends(starts, ends) -> None:
-    """:func:`dsa_lab._checks.starts_le_ends`, naming this module's arguments."""
-    if starts is None or not starts.numel() or _checks.capturing():
-        return
-    bad = starts.to(torch.int64) > ends.to(torch.int64)
-    if bool(bad.any()):
-        i = int(bad.nonzero()[0, 0])
-        raise ValueError(f"row_ks[{i}]={int(starts[i])} > row_ke[{i}]={int(ends[i])}")
-
-
 _I32_MAX = 2**31 - 1
 
 
@@ -88,7 +78,7 @@ def _select_op(logits: Tensor, row_ks: Optional[Tensor], row_ke: Tensor, topk_bl
         return
     g = rows // row_repeat
     ends, starts = _first(row_ke, g, "row_ke"), _first(row_ks, g, "row_ks")
-    _starts_le_ends(starts, ends)
+    _checks.starts_le_ends(starts, ends, ("row_ks", "row_ke"))
     dst = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=out.device)
     select_candidate_blocks(logits, ends, topk_blocks, row_starts=starts, block_size=block_size,
                             row_repeat=row_repeat, impl="auto", out=dst)
@@ -162,7 +152,7 @@ def _mask_op(logits: Tensor, row_ks: Optional[Tensor], row_ke: Tensor, candidate
         return
     g = rows // row_repeat
     ends, starts = _first(row_ke, g, "row_ke"), _first(row_ks, g, "row_ks")
-    _starts_le_ends(starts, ends)
+    _checks.starts_le_ends(starts, ends, ("row_ks", "row_ke"))
     cand = _int32(candidate_blocks, -1)  # a negative id is ignored, one past the width is the sentinel: so clamped
     cand = cand if cand.shape[1] <= 1 or cand.stride(1) == 1 else cand.contiguous()
     arm = _impl.resolve("auto", logits.device, IMPLS)
