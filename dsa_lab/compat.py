@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from . import _checks, _impl
+from .flags import candidate_flags_torch
 from .keys import from_ordered_hi, ordered_hi
 from .select import select_candidate_blocks, topk_select
 
@@ -133,10 +134,7 @@ def apply_candidate_mask_torch(logits, row_ends, row_starts, candidates, block_s
     g = torch.arange(rows, device=dev) // row_repeat
     end = row_ends.to(torch.int64)[g][:, None]
     start = row_starts.to(torch.int64)[g][:, None] if row_starts is not None else torch.zeros_like(end)
-    c = candidates.to(torch.int64)
-    slot = torch.where(start + c * block_size >= width, torch.full_like(c, nb), c)
-    slot = torch.where(slot >= 0, slot, torch.full_like(c, nb + 1))  # ignored ids land in a spare slot
-    flags = torch.zeros((rows, nb + 2), dtype=torch.bool, device=dev).scatter_(1, slot, True)
+    flags = candidate_flags_torch(candidates, width, row_starts, block_size, row_repeat).bool()
     col = torch.arange(width, device=dev)[None, :]
     live = (col >= start) & (col < end)
     blk = ((col - start).clamp(min=0) // block_size).clamp(max=nb)

@@ -16,18 +16,19 @@ __all__ = ["candidate_flags", "candidate_flags_torch"]
 
 
 def candidate_flags_torch(candidates, width, row_starts=None, block_size=8, row_repeat=1):
+    """Torch arm (inputs checked by :func:`candidate_flags`).  A scatter with no host read, so it also captures in a
+    CUDA graph: ignored ids land in a spare slot past the sentinel, dropped at the end."""
     rows, k = candidates.shape
     nblocks = -(-width // block_size)
-    flags = torch.zeros(rows, nblocks + 1, dtype=torch.uint8, device=candidates.device)
-    g = torch.arange(rows, device=candidates.device) // row_repeat
-    start = row_starts.to(torch.int64)[g] if row_starts is not None else torch.zeros(rows, dtype=torch.int64, device=candidates.device)
+    dev = candidates.device
+    g = torch.arange(rows, device=dev) // row_repeat
+    start = row_starts.to(torch.int64)[g] if row_starts is not None else torch.zeros(rows, dtype=torch.int64, device=dev)
     c = candidates.to(torch.int64)
-    valid = c >= 0
-    first_col = start[:, None] + c * block_size
-    slot = torch.where(first_col >= width, torch.full_like(c, nblocks), c)
-    r = torch.arange(rows, device=candidates.device)[:, None].expand_as(c)
-    flags[r[valid], slot[valid]] = 1
-    return flags
+    slot = torch.where(start[:, None] + c * block_size >= width, torch.full_like(c, nblocks), c)
+    slot = torch.where(c >= 0, slot, torch.full_like(c, nblocks + 1))
+    flags = torch.zeros(rows, nblocks + 2, dtype=torch.uint8, device=dev)
+    flags.scatter_(1, slot, 1)
+    return flags[:, : nblocks + 1].contiguous()
 
 
 def candidate_flags(candidates, width, *, row_starts=None, block_size=8, row_repeat=1, impl="auto"):

@@ -60,14 +60,10 @@ def fp8_dot_supported(device: torch.device) -> bool:
     an f16 MFMA, exact): compiled and resource-checked on a CPU (``dsa-lab compile-check``), never run.  Any other
     device, and the Triton interpreter (numpy has no fp8): False, the upcast path.
     """
-    import os
+    from ._impl import device_facts, interpreter_active
 
-    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+    if interpreter_active() or device.type != "cuda":
         return False
-    if device.type != "cuda":
-        return False
-    from ._impl import device_facts
-
     return fp8_dot_for_arch(device_facts(device.index if device.index is not None else torch.cuda.current_device())
                             ["arch"])
 
