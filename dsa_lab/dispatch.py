@@ -9,8 +9,12 @@ measurement behind each rule).
 ==========================  ==============================================  ============================================
 decision                    rule                                            why (measured on the H200)
 ==========================  ==============================================  ============================================
-select algorithm            radix when ``next_pow2(k) >= 1024``, or >= 512  hier's bitonic stages grow with k; radix won
-                            with several radix programs per row; else hier  1.7-5x at k = 2048, 6x at 1 x 256K k = 512
+select algorithm            bisect for k > 256 from SM/2 rows of at most    bisect vs radix / hier, k = 2048, 640 rows:
+                            32768 columns; else radix when                  256K 525 -> 290 µs, 64K 129 -> 90; 128 x 256K
+                            ``next_pow2(k) >= 1024``, or >= 512 with        124 -> 62; radix kept under 66 rows: 1 x 256K
+                            several radix programs per row; else hier       21 vs 56 µs (one SM per row)
+bisect select               one program per row, the row in registers       8 warps: 640 x 256K 290 µs (16: 335, 32: 428)
+                            (2048 / 8192 / 32768-word tile by live length)
 radix form                  parallel (P programs per row, 5 launches) when  1 x 256K k = 2048: 24 vs 170 µs; one
                             :func:`split_programs` > 1, else one per row    program per row won from 160 rows
 radix short rows            <= 4096 live columns: one program, one launch   16K rows: 6 vs 15 µs
@@ -49,6 +53,7 @@ from __future__ import annotations
 import torch
 
 from . import _checks, _impl
+from .kernels import bisect as _bisect
 from .kernels import flags as _flags
 from .kernels import hier as _hier
 from .kernels import radix as _radix
@@ -64,6 +69,7 @@ KP_MIN = 64  # the smallest hier bucket
 RADIX_MIN_KP = 1024
 RADIX_PAR_MIN_KP = 512
 RADIX_SHORT = 4096
+BISECT_MIN_ROWS_PER_SM = 0.5  # the bisect select from this many rows per SM (rows of at most 32768 columns)
 DECODE_BLOCKS = 32768  # the padded decode workspace in blocks (262144 / 8): stage B's tile is sized for it
 SCORES_MULT = 32  # scores launch: about 32 x SM programs in all
 
@@ -79,8 +85,10 @@ def split_programs(rows: int, n: int, sm_count: int, tile: int = 1024) -> int:
 
 
 def select_algo(rows: int, n: int, k: int, sm_count: int) -> str:
-    """``"radix"`` or ``"hier"`` for a select of ``k`` from ``n`` columns over ``rows`` rows."""
+    """``"bisect"``, ``"radix"`` or ``"hier"`` for a select of ``k`` from ``n`` columns over ``rows`` rows."""
     kp = np2(max(k, 2))
+    if kp >= RADIX_PAR_MIN_KP and n <= _bisect.MAX_COLS and rows >= BISECT_MIN_ROWS_PER_SM * sm_count:
+        return "bisect"
     if kp >= RADIX_MIN_KP or (kp >= RADIX_PAR_MIN_KP and split_programs(rows, n, sm_count) > 1):
         return "radix"
     return "hier"
@@ -218,12 +226,15 @@ def _fast(rows: int, sm: int, over: dict) -> bool:
 
 
 # -------------------------------------------------------------------------------------------------- entries
-def _select(src, len_t, start_t, out, flags, n, width, k, rr, facts, *, blocks, bs, over):
+def _select(src, len_t, start_t, out, flags, n, width, k, rr, facts, *, blocks, bs, over, gdc=False):
     """Select ``k`` of ``n`` columns (``blocks``: block scores, bounds from row ends) into ``out``; the flags, when
-    given and the hier kernel runs, must already be zeroed."""
+    given, must already be zeroed.  Returns whether the select set them (hier and bisect do, radix does not)."""
     rows = out.shape[0]
     sm = int(facts["sm_count"])
     algo = over.get("algo") or select_algo(rows, n, k, sm)
+    if algo == "bisect":
+        _bisect.launch(src, len_t, start_t, out, flags, n, width, k, rr, blocks=blocks, bs=bs, gdc=gdc)
+        return True
     pl = _hier_plan(k, facts, over, bs=bs, rows=rows) if algo == "hier" else None
     if algo == "radix" or not hier_fits(pl, n):
         P = over.get("programs") or split_programs(rows, n, sm)
@@ -307,14 +318,18 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
     sc = _scores_buffer(rows, nblocks, dev)
     algo = over.get("algo") or select_algo(rows, nblocks, k, sm)
     pl = _hier_plan(k, facts, over, bs=bs, rows=rows) if algo == "hier" else None
-    if algo == "radix" or not hier_fits(pl, nblocks):
+    if algo != "hier" or not hier_fits(pl, nblocks):
         _scores.launch(logits, row_ends, row_starts, sc, bs, row_repeat,
                        _scores.programs_per_row(rows, nblocks, bs, sm, SCORES_MULT), fill_dead=False,
                        zero_flags=flags, ld=pdl)
-        _select(sc, row_ends, row_starts, out, None, nblocks, width, k, row_repeat, facts, blocks=True, bs=bs,
-                over=dict(over, algo="radix"))
-        if flags is not None:
-            _flags.fill_flags(out, flags, width, row_starts, bs, row_repeat, zeroed=True)
+        if algo == "bisect":
+            _select(sc, row_ends, row_starts, out, flags, nblocks, width, k, row_repeat, facts, blocks=True, bs=bs,
+                    over=over, gdc=pdl)
+        else:
+            _select(sc, row_ends, row_starts, out, None, nblocks, width, k, row_repeat, facts, blocks=True, bs=bs,
+                    over=dict(over, algo="radix"))
+            if flags is not None:
+                _flags.fill_flags(out, flags, width, row_starts, bs, row_repeat, zeroed=True)
         return (out, flags) if with_flags else out
     S = pl["G1"] * pl["G2"]
     a_done = (over.get("a_done", rows * 4 <= sm and "programs" not in over and not pl["RSEL"])

@@ -31,9 +31,10 @@ H200 = {"sm_count": 132, "warp_size": 32, "name": "NVIDIA H200", "pdl": True, "a
 DECODE_WIDTH, DECODE_BLOCK = 262144, 8
 DECODE_K = (64, 512, 2048)
 MAX_ROWS = 640
-# one k per compiled bucket: hier KP 64 / 128 / 256 / 512, radix (k-independent)
+# one k per compiled bucket: hier KP 64 / 128 / 256 / 512, radix and bisect (k-independent)
 BUCKET_K = (64, 100, 200, 300, 2048)
 ODD_WIDTH = 1001  # a width whose rows are not 16-element aligned (the kernels' other alignment bucket)
+WIDE_WIDTH = 65537  # wider than the bisect select's register tile (the radix select's rows), not 16-aligned
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,13 +68,13 @@ def decode_calls(max_rows: int = MAX_ROWS) -> list[Call]:
 
 def warm_calls(max_rows: int = MAX_ROWS, *, fused: bool = False) -> list[Call]:
     """Every bucket a call of the default arms can reach on one device: the decode grid, every k bucket at every row
-    count and at an odd width, with and without row starts and flags, public block scores and flags; ``fused``: also
+    count and at an odd and a wide width, with and without row starts and flags, public block scores and flags; ``fused``: also
     the ``triton_fused`` arm's."""
     nb = DECODE_WIDTH // DECODE_BLOCK
     calls = decode_calls(max_rows)
     for k in BUCKET_K:
         for r in range(1, max_rows + 1):
-            calls += [Call("select", r, nb, k), Call("select", r, ODD_WIDTH, k)]
+            calls += [Call("select", r, nb, k), Call("select", r, ODD_WIDTH, k), Call("select", r, WIDE_WIDTH, k)]
             for fl in (True, False):  # with_flags: the sweep's calls and the public default
                 calls += [Call("full", r, DECODE_WIDTH, k, flags=fl), Call("full", r, ODD_WIDTH, k, flags=fl),
                           Call("full", r, DECODE_WIDTH, k, starts=True, flags=fl)]

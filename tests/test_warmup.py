@@ -25,7 +25,7 @@ def test_decode_grid_variant_bounds(decode):
     assert len(decode) <= 30, sorted(decode)
     assert per_kernel["_hier_kernel"] <= 5, per_kernel
     # every call of the grid launched something, and the grid reaches both select algorithms and the scores launch
-    assert {"_hier_kernel", "_radix_kernel", "_radix_par_kernel", "_block_scores_kernel"} <= set(per_kernel)
+    assert {"_hier_kernel", "_radix_par_kernel", "_bisect_kernel", "_block_scores_kernel"} <= set(per_kernel)
 
 
 def test_rows_never_select_a_hier_variant_of_the_default_arm(decode):

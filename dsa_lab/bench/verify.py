@@ -142,7 +142,7 @@ def run_matrix(*, scale: str, arms, seed: int, device, names=None, progress: boo
 # past the ends.  Widths are capped by ``max_width`` (small on the CPU).
 FUZZ_MENU = (
     ("select", 300, 8, 1, 8), ("select", 4096, 64, 1, 8), ("select", 8192, 128, 5, 8),
-    ("select", 32768, 64, 1, 8), ("select", 2048, 512, 2, 8), ("select", 1000, 2048, 1, 8),
+    ("select", 32768, 64, 1, 8), ("select", 2048, 512, 2, 8), ("select", 32768, 2048, 1, 8),
     ("blocks", 65536, 64, 1, 8), ("blocks", 16384, 128, 3, 1), ("blocks", 8192, 512, 1, 16),
     ("blocks", 32768, 64, 5, 8),
 )

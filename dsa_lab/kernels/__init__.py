@@ -4,7 +4,8 @@
   flags.
 * :mod:`.scores` -- block scores (the NaN-propagating max of each block's live logits).
 * :mod:`.hier` -- top-k by nested group maxima (``k <= 256``; ``k <= 512`` at many rows).
-* :mod:`.radix` -- top-k by digit histograms (larger ``k``).
+* :mod:`.bisect` -- top-k by bisecting the k-th key over a register-resident row (``k > 256``, many rows).
+* :mod:`.radix` -- top-k by digit histograms (larger ``k`` at few rows, and rows wider than 32768 columns).
 * :mod:`.flags` -- candidate flags from selected ids.
 * :mod:`.mask` -- the candidate mask of packed logits (the serving drop-in's ``apply_candidate_mask``).
 * :mod:`.producer` -- paged FP8 MQA logits and the bounded sanitize.

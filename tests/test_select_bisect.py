@@ -1,0 +1,127 @@
+"""The bisect select (dsa_lab.kernels.bisect, through dsa_lab.dispatch) against the exact reference: outputs
+poisoned, every slot compared as sets, at k in {257, 512, 1000, 2048} on rows that reach each register tile (live
+lengths up to 2048, 8192 and 32768 columns), each exit of the search (every candidate taken, a midpoint with exactly
+k at or above it, the k-th word found with ties split by column order), ragged and zero-length rows, garbage past
+the ends, row_repeat, and the candidate-block composition with row starts and the flags written by the kernel."""
+import pytest
+import torch
+
+from _select_helpers import assert_same_sets, poisoned
+
+import dsa_lab
+from dsa_lab import dispatch
+from dsa_lab.bench.shapes import DISTS, SPECIAL_DISTS, fill
+from dsa_lab.flags import candidate_flags_torch
+from dsa_lab.kernels import bisect as bk
+from dsa_lab.select import topk_select_reference
+
+INF, NAN = float("inf"), float("nan")
+KS = (257, 512, 1000, 2048)
+
+
+def bisect(x, k, lens, rr=1):
+    out = poisoned(x.shape[0], k, x.device.type)
+    return dispatch.topk_select_triton(x, k, lens, rr, out, over={"algo": "bisect"})
+
+
+def _ragged(rows, n, gen, zero=True):
+    """Lengths: the full width, a zero-length row (``zero``), the rest random; garbage (NaN) is put past them."""
+    lens = torch.randint(0, n + 1, (rows,), generator=gen)
+    lens[0] = n
+    if zero and rows > 2:
+        lens[2] = 0
+    return lens.to(torch.int32)
+
+
+def _garbage(x, lens):
+    return torch.where(torch.arange(x.shape[1])[None, :] >= lens[:, None], torch.full_like(x, NAN), x)
+
+
+@pytest.mark.parametrize("k", KS)
+@pytest.mark.parametrize("dist", DISTS + SPECIAL_DISTS)
+def test_bisect_matrix(dist, k, fresh_seed):
+    """Every distribution at every k, on rows of the three tiles: 3000 columns (ragged: some rows shorter than k,
+    one of length 0) and one row of 20000 (the widest tile)."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    x = fill(dist, 4, 3000, gen=gen)
+    lens = _ragged(4, 3000, gen)
+    x = _garbage(x, lens)
+    assert_same_sets(bisect(x, k, lens), topk_select_reference(x, k, lens, 1), f"{dist} k={k} seed={fresh_seed}")
+    w = fill(dist, 1, 20000, gen=gen)
+    assert_same_sets(bisect(w, k, None), topk_select_reference(w, k, None, 1), f"{dist} wide k={k} seed={fresh_seed}")
+
+
+@pytest.mark.parametrize("n", [2048, 2049, 8192, 8193, 32768])
+def test_bisect_tile_edges(n, fresh_seed):
+    """Live lengths at and one past each register tile's width, with heavy ties across the k boundary."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    x = fill("few_values", 2, n, gen=gen)
+    lens = torch.tensor([n, n - 1], dtype=torch.int32)
+    assert_same_sets(bisect(x, 1000, lens), topk_select_reference(x, 1000, lens, 1), f"n={n} seed={fresh_seed}")
+
+
+def test_bisect_search_exits():
+    """The search's three exits, on worked rows: at most k candidates (all taken, -1 tail); distinct integers, where
+    some midpoint has exactly k words at or above it; one value repeated, where the k-th word is tied and the ties go
+    to the smaller columns (the NaN first, the -inf column never)."""
+    x = torch.full((1, 600), -INF)
+    x[0, :300] = torch.arange(300, dtype=torch.float32)
+    got = bisect(x, 512, None)[0]
+    assert sorted(got[:300].tolist()) == list(range(300)) and got[300:].eq(-1).all()
+    r = torch.arange(3000, dtype=torch.float32)[None, :]
+    assert sorted(bisect(r, 1000, None)[0].tolist()) == list(range(2000, 3000))
+    t = torch.full((1, 3000), 2.5)
+    t[0, 2000] = NAN
+    t[0, 0] = -INF
+    assert sorted(bisect(t, 300, None)[0].tolist()) == list(range(1, 300)) + [2000]
+
+
+def test_bisect_row_repeat_and_strides(fresh_seed):
+    """row_repeat 3 (lengths per group), an unaligned row stride (a column slice of a wider tensor), NaN payloads."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    base = fill("nan_payloads", 6, 5001, gen=gen)
+    x = base[:, 1:]  # stride 5001, rows start unaligned
+    lens = torch.tensor([5000, 1234], dtype=torch.int32)
+    assert_same_sets(bisect(x, 700, lens, 3), topk_select_reference(x, 700, lens, 3), f"seed={fresh_seed}")
+
+
+@pytest.mark.parametrize("dist", ["normal", "equal", "nan1pct"])
+def test_bisect_candidate_blocks(dist, fresh_seed):
+    """select_candidate_blocks through the bisect select: the bounded scores launch zeroes the flags, the select
+    writes the ids and sets the flags; row starts, an end past the width, row_repeat 2; flags poisoned first."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    lg = fill(dist, 4, 30000, gen=gen)
+    ends = torch.tensor([30000, 41000], dtype=torch.int32)
+    starts = torch.tensor([10, 600], dtype=torch.int32)
+    for k in (257, 2048):
+        fl = torch.full((4, 3751), 0xAB, dtype=torch.uint8)
+        got, flags = dispatch.select_candidate_blocks_triton(lg, ends, k, starts, 8, 2, poisoned(4, k, "cpu"),
+                                                             with_flags=True, flags_out=fl, over={"algo": "bisect"})
+        ref = dsa_lab.select_candidate_blocks(lg, ends, k, row_starts=starts, block_size=8, row_repeat=2,
+                                              impl="reference")
+        assert_same_sets(got, ref, f"{dist} k={k} seed={fresh_seed}")
+        assert torch.equal(flags, candidate_flags_torch(ref, 30000, starts, 8, 2)), f"{dist} k={k} flags"
+
+
+def test_bisect_rule_and_width_limit():
+    """The dispatch takes the bisect select for k > 256 on rows of at most 32768 columns from SM/2 rows; wider rows
+    keep the radix select, and forcing the bisect select on them is refused by name."""
+    assert dispatch.select_algo(66, 32768, 2048, 132) == "bisect" == dispatch.select_algo(640, 32768, 257, 132)
+    assert dispatch.select_algo(65, 32768, 2048, 132) == "radix" and dispatch.select_algo(640, 32769, 2048, 132) == "radix"
+    assert dispatch.select_algo(640, 32768, 256, 132) == "hier"
+    x = torch.zeros((1, bk.MAX_COLS + 1))
+    with pytest.raises(ValueError, match="at most 32768 columns"):
+        bisect(x, 300, None)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rows,live,k", [(132, 32768, 2048), (640, 8192, 2048), (640, 2048, 512), (200, 32768, 1000),
+                                         (66, 32768, 257)])
+def test_gpu_bisect(rows, live, k, fresh_seed):
+    gen = torch.Generator(device="cuda").manual_seed(fresh_seed)
+    for dist in DISTS + ("few_values", "nan_payloads", "signed_zero"):
+        x = fill(dist, rows, 32768, gen=gen)
+        lens = torch.randint(0, live + 1, (rows,), device="cuda", generator=gen).to(torch.int32)
+        out = poisoned(rows, k, "cuda")
+        dsa_lab.topk_select(x, k, lengths=lens, impl="triton", out=out)
+        assert_same_sets(out, topk_select_reference(x, k, lens, 1), f"{dist} seed={fresh_seed}")
