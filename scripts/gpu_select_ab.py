@@ -5,7 +5,8 @@
 
 Arms: ``torch`` / ``torch_live`` / ``triton`` as in ``dsa-lab sweep`` (``select_arm_fn``); ``radix`` the radix
 select (the dispatch's large-k kernel before the bisect select); ``bisectW`` the bisect select at W warps.  Every
-arm's ids are checked against the torch arm (sets, all slots) before timing.  Writes one CSV row per (point, arm)
+arm's ids are checked against the torch arm (sets, all slots) before timing (``check``: ``ok`` /
+``mismatch:BAD/ROWS``; the torch arm is the ``baseline``).  Writes one CSV row per (point, arm)
 as it goes.  Needs a CUDA GPU.
 """
 import argparse
@@ -55,7 +56,7 @@ def main():
     arms = a.arms.split(",")
     data.save_meta(data.meta_path(a.out), data.collect_metadata("python3 scripts/gpu_select_ab.py " + " ".join(sys.argv[1:])))
     cols = ["k", "context", "concurrency", "next_n", "rows", "dist", "arm", "median_us", "p10_us", "p90_us", "bad",
-            "vs_torch"]
+            "check", "vs_torch"]
     f = open(a.out, "w", newline="")
     w = csv.DictWriter(f, fieldnames=cols)
     w.writeheader()
@@ -89,7 +90,10 @@ def main():
                         m = statistics.median(meds[n])
                         w.writerow(dict(k=k, context=ctx, concurrency=conc, next_n=nn, rows=conc * nn, dist=dist, arm=n,
                                         median_us=round(m, 3), p10_us=round(last[n].p10_us, 3),
-                                        p90_us=round(last[n].p90_us, 3), bad=bad[n], vs_torch=round(base / m, 3)))
+                                        p90_us=round(last[n].p90_us, 3), bad=bad[n],
+                                        check="baseline" if n == "torch" else ("ok" if bad[n] == 0 else
+                                                                               f"mismatch:{bad[n]}/{conc * nn}"),
+                                        vs_torch=round(base / m, 3)))
                         line.append(f"{n} {m:7.2f}{'' if not bad[n] else ' BAD' + str(bad[n])}")
                     f.flush()
                     print(f"k{k} {ctx:6d} {conc:3d}x{nn} {dist:8s}: " + " | ".join(line), flush=True)

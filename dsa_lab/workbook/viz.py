@@ -1125,6 +1125,58 @@ def sanitize_rows(producer_rows) -> list[dict]:
     return out
 
 
+def producer_roofline_rows(producer_rows, meta=None, *, context=131072, concurrency=128, target=0.7) -> list[dict]:
+    """The producer's logits points at one context and concurrency, per next_n, against the roofline of the same run
+    (``max(bytes / stream bandwidth, flops / fp8 MMA peak)``, both measured, in the record's meta): time, achieved
+    Tflop/s, the fraction of each ceiling and of the roofline, and whether it reaches ``target``."""
+    ceil = (meta or {}).get("ceilings", {}) or {}
+    out = []
+    for r in sorted((r for r in producer_rows or () if r.get("arm") == "triton" and r.get("stage") == "logits"
+                     and r.get("context") == context and r.get("concurrency") == concurrency), key=lambda r: r["next_n"]):
+        frac = r.get("roofline_frac")
+        rd = lambda v, nd=3: None if v is None else round(float(v), nd)  # noqa: E731
+        out.append({"next_n": r["next_n"], "median_us": rd(r["median_us"], 1), "tflops": rd(r.get("tflops"), 0),
+                    "of_stream": rd(r.get("stream_frac")), "of_fp8_peak": rd(r.get("mma_frac")), "of_roofline": rd(frac),
+                    "bound": "fp8 MMA" if (r.get("mma_frac") or 0) > (r.get("stream_frac") or 0) else "stream",
+                    f">= {target:.0%}": "met" if frac is not None and frac >= target else "not met",
+                    "peak_tflops": ceil.get("fp8_tflops"), "stream_gbps": ceil.get("stream_gbps")})
+    return out
+
+
+def producer_roofline_figure(rows, meta, path):
+    """Every producer logits point as achieved Tflop/s against arithmetic intensity (fp8 MMA flops per byte read),
+    under the roofline ``min(fp8 peak, intensity x stream bandwidth)`` of the same run (both ceilings measured)."""
+    import plotly.graph_objects as go
+
+    title = "Producer on the roofline"
+    pts = [r for r in rows or () if r.get("arm") == "triton" and r.get("stage") == "logits" and r.get("flops")
+           and r.get("bytes")]
+    ceil = (meta or {}).get("ceilings", {}) or {}
+    bw, peak = ceil.get("stream_gbps"), ceil.get("fp8_tflops")
+    if not pts:
+        return _absent_figure(title, path)
+    traces = []
+    for n in sorted({r["next_n"] for r in pts}):
+        rs = [r for r in pts if r["next_n"] == n]
+        traces.append(go.Scatter(
+            x=[r["flops"] / r["bytes"] for r in rs], y=[r["flops"] / r["median_us"] / 1e6 for r in rs], mode="markers",
+            name=f"next_n {n}", marker=dict(size=7, opacity=0.8),
+            text=[f"ctx {r['context']} conc {r['concurrency']}: {r['median_us']:.0f} µs, "
+                  f"{100 * (r.get('roofline_frac') or 0):.0f}% of the roofline" for r in rs]))
+    if bw and peak:
+        lo = min(r["flops"] / r["bytes"] for r in pts) / 2
+        hi = max(r["flops"] / r["bytes"] for r in pts) * 2
+        xs = [lo * (hi / lo) ** (i / 80) for i in range(81)]
+        traces.append(go.Scatter(x=xs, y=[min(peak, x * bw / 1e3) for x in xs], mode="lines",
+                                 name=f"roofline: min({peak:.0f} Tflop/s, intensity × {bw:.0f} GB/s)",
+                                 line=dict(color="black", dash="dash")))
+    fig = go.Figure(traces)
+    fig.update_layout(title=f"{title} (measured ceilings)<br><sub>{record_label(meta, path)}</sub>",
+                      xaxis=dict(title="fp8 MMA flops per byte read", type="log"),
+                      yaxis=dict(title="achieved Tflop/s", type="log"), height=480)
+    return fig
+
+
 # ---------------------------------------------------------------------------
 # Static figures for the README
 # ---------------------------------------------------------------------------
