@@ -11,7 +11,7 @@
 # 1. **The rule**: the launch comes from shapes and the SM count; each row's split from its live extent, on the device.
 # 2. **Time vs rows**: few rows are bound by a chain of dependent steps, many rows by bytes.
 # 3. **Tile vs context**: the default kernel has no tile width to tune per context.
-# 4. **Large k**: a radix select replaces sorting for k > 512 (and for k = 257–512 at few rows).
+# 4. **Large k**: no sorting for k > 256: a radix select at few rows, a register-resident bisect select at many.
 # 5. **Short rows**: shorter chains, chosen per row on the device.
 # 6. **One row**: the floor of a dependent `tl.topk` chain, and what lies below it outside Triton.
 # 7. **Fused or unfused**: measured, and the unfused composition won.
@@ -68,7 +68,8 @@ print(hier.__doc__)
 # What a select launches on an H200 (132 SMs, or the SM count of the recorded run) at k = 64 and k = 2048, over a
 # 32768-block workspace: each kernel, its grid and programs per row, and the constexprs that pick its compiled
 # variant. The constexprs are the same at every row count. At k = 2048 the split radix select is one kernel launched
-# once per digit step (`launches`); at 640 rows it is one program per row, in one launch:
+# once per digit step (`launches`) below SM/2 rows; from there the bisect select runs one program per row, in one
+# launch:
 
 # %%
 sm = (sweep[1] or {}).get("sm_count") or 132
@@ -194,22 +195,25 @@ print(proofs.format_table(viz.speedup_rows(viz.select_rows(sweep[0], context=262
       if sweep[0] else "NO RECORD")
 
 # %% [markdown]
-# **What it means.** Large k is a different algorithm, picked from shapes alone. It is not a bigger sort. The weak
-# spot left is long rows at many rows: at 256K from about a hundred rows the radix select, one program per row
-# or a few, streams each row several times, and it is slower than `torch.topk` there.
-#
-# ## 5. Short rows: shorter chains, chosen on the device (k = 64)
-#
-# **Claim.** The main chain is stage A (the row streamed by its programs, one key per super group), an arrival
-# counter, then B–D in the last program. A row of at most KP super groups (4096 blocks at k = 64) has every super
-# group chosen anyway, so stage A buys nothing. One program runs C–D over the row alone (the *short chain*). Two more
-# chains of the same kind extend this. A wide one with super groups twice as wide (8 × 16) covers 64K rows; its
-# stage C ranks 1024 level-1 keys, in adjacent pairs first. A narrow one with level-1 groups of 4 covers rows of at
-# most 2048 blocks (16K). Which chain a row takes is decided on the device from that row's extent.
-#
-# **Evidence.** Dev runs at the kernels of their day (absolute times predate later changes; the comparison is within
-# each run, same process, same inputs). At 16K the short chain (`default`) against the stage-A chain (`chain_a`):
+# **Many rows: the bisect select.** From about SM/2 rows the radix select ran one program per row, each streaming
+# its row once per digit with a 256-bin `tl.histogram` (about ten instructions a word per bit resolved), and it was
+# slower than `torch.topk` at 256K from 128 rows. The bisect select (`dsa_lab.kernels.bisect`) keeps the row in
+# registers and finds the k-th ordered word by bisection on its value: each step is one compare and one count over
+# the registers, no memory traffic, at most 32 steps; one pass then writes the columns above it and the first tied
+# columns. One process on the H200, every arm's ids checked against `torch.topk` first: `triton` is the dispatch
+# (bisect from SM/2 rows), `radix` the radix select it replaced there.
 
+# %%
+ab = viz.load_records("k_large/select_ab_final")
+print(viz.record_status(ab))
+if ab[0]:
+    print(proofs.format_table(viz.variant_rows(ab[0], ["torch", "torch_live", "radix", "triton"], dist="normal")))
+
+# %% [markdown]
+# **What it means.** Large k is a different algorithm, picked from shapes alone. It is not a bigger sort. Below SM/2
+# rows the split radix select keeps every SM busy; from SM/2 rows one register-resident row per SM is faster. What
+# is left is ALU: about 20 bisection steps over 32768 words, one program per SM (the tile takes the register file),
+# so 640 rows of 256K run in five waves; `notes/select_kernel.md` gives the measured breakdown.
 # %%
 tune16 = viz.load_records(dev("K"))
 print(viz.record_label(tune16[1], tune16[2]) if tune16[0] else "NO RECORD")
@@ -330,6 +334,15 @@ print("ceilings:", (sweep[1] or {}).get("ceilings", "NO RECORD"))
 # %%
 # NBVAL_IGNORE_OUTPUT
 viz.roofline_figure(*sweep)
+
+# %% [markdown]
+# The same at k = 2048. The byte model counts one read of the live scores (and the logits for `full`); the radix
+# select reads its row once per digit and the bisect select once into registers plus once more to write, so the
+# distance to the floor is, in part, passes:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+viz.roofline_figure(*sweep, k=2048)
 
 # %%
 if sweep[0]:

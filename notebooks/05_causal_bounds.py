@@ -67,6 +67,32 @@ print(viz.record_status(producer_rec))
 print(proofs.format_table(viz.sanitize_rows(producer_rec[0])) if producer_rec[0] else "")
 
 # %% [markdown]
+# ## The producer on the roofline
+#
+# **Claim.** The producer reads each cached key once for all `next_n` rows and heads of its sequence, so its bytes do
+# not grow with `next_n` but its fp8 MMA work does (`2 · next_n · H · D` flops per 132-byte key). From about
+# `next_n = 3` the work per byte passes the card's balance point, and the right ceiling is the roofline
+# `max(bytes / stream bandwidth, flops / fp8 MMA peak)`, both measured in the run that timed the producer (the peak:
+# the best of `torch._scaled_mm` and a Triton fp8 GEMM on large matrices).
+#
+# **Evidence.** Every recorded producer point, as achieved Tflop/s against flops per byte, under that roofline; then
+# the 128K × concurrency 128 points per `next_n`, with the fraction of each ceiling:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+viz.producer_roofline_figure(*producer_rec)
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+print(proofs.format_table(viz.producer_roofline_rows(producer_rec[0], producer_rec[1])) if producer_rec[0]
+      else "NO RECORD")
+
+# %% [markdown]
+# **Consequence.** At `next_n = 1` the producer is a streaming kernel and sits near the bandwidth ceiling. At 3 and 5
+# it is bound by the MMAs and runs well below the fp8 peak: its MMAs and its epilogue (the head-weighted ReLU
+# reduction) do not overlap. That gap, not the bounds, is what is left in the producer (`notes/producer.md`).
+
+# %% [markdown]
 # ## The decode indexer step, stage by stage
 #
 # Recorded on the H200 (`DecodeStep`: row ends → logits → sanitize → candidates → flags) across concurrency ×

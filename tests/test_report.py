@@ -55,10 +55,11 @@ def record(tmp_path):
     for arm, stage, us, frac, chk in (("triton", "logits", 100.0, 0.75, ""), ("torch", "logits", 2000.0, None, "rel_err=1e-6"),
                                       ("bounded", "sanitize", 3.0, None, ""), ("full_width", "sanitize", 90.0, None, "")):
         r = _row(arm, stage, 131072, 128, 5, 64, "producer", us)
-        r.update(heads=64, head_dim=128, block_kv=64, stream_frac=frac, write_bytes=0, check=chk, gbps=3480.0)
+        r.update(heads=64, head_dim=128, block_kv=64, stream_frac=frac, write_bytes=0, check=chk, gbps=3480.0,
+                 roofline_frac=frac, mma_frac=frac and 0.5, tflops=frac and 700.0)
         r.pop("block_size")
         data.append_row(pp, r, sweep.PRODUCER_COLUMNS)
-    data.save_meta(d / "producer_sweep.meta.json", meta)
+    data.save_meta(d / "producer_sweep.meta.json", dict(meta, ceilings=dict(meta["ceilings"], fp8_tflops=1400.0)))
     return d
 
 
@@ -84,7 +85,8 @@ def test_report_tables_and_verdicts(record):
     assert "| 4K | 1 | 1 | 1 | 50.00 | 25.00 | 4.17 |" in md  # representative point
     assert "Fused vs unfused" in md and "1.50x" in md
     assert "Decode indexer step breakdown" in md and "0.27%" in md  # 40 µs of 14.6 ms
-    assert "75%" in md and "**met**" in md.split("Producer")[-1]
+    prod = md.split("Producer")[-1]
+    assert "**75%**" in prod and "**met**" in prod and "1400 Tflop/s" in prod and "| stream |" in prod
     assert "transcribed from the seed pull request text" in md
 
 

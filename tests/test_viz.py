@@ -338,3 +338,24 @@ def test_live_widgets_say_when_a_kernel_compiles():
     assert "compiles now" in viz.first_use_notice(key) and viz.first_use_notice(key) is None
     assert viz.compile_note(None) == "" and viz.compile_note(0.02) == ""
     assert "took 31.5 s" in viz.compile_note(31.5) and "dsa-lab warmup" in viz.compile_note(31.5)
+
+
+def test_producer_roofline_rows_and_figure():
+    """The producer's points at 128K x 128 per next_n against the record's roofline: fractions carried from the
+    record, the binding ceiling named, the 70% target judged; the figure draws one trace per next_n and the
+    roofline (min of the fp8 peak and intensity x bandwidth)."""
+    meta = {"ceilings": {"stream_gbps": 4000.0, "fp8_tflops": 1000.0}}
+    rows = [dict(arm="triton", stage="logits", context=131072, concurrency=128, next_n=n, median_us=t, bytes=2e9,
+                 flops=f, tflops=f / t / 1e6, stream_frac=sf, mma_frac=mf, roofline_frac=max(sf, mf))
+            for n, t, f, sf, mf in ((1, 700.0, 3e11, 0.714, 0.43), (5, 2000.0, 1.4e12, 0.25, 0.7))]
+    rows.append(dict(rows[0], context=4096))  # another context: not in the table
+    t = viz.producer_roofline_rows(rows, meta)
+    assert [r["next_n"] for r in t] == [1, 5]
+    assert t[0]["bound"] == "stream" and t[0][">= 70%"] == "met" and t[0]["of_roofline"] == 0.714
+    assert t[1]["bound"] == "fp8 MMA" and t[1][">= 70%"] == "met" and t[1]["peak_tflops"] == 1000.0
+    assert viz.producer_roofline_rows([dict(rows[1], roofline_frac=0.69)], meta)[0][">= 70%"] == "not met"
+    fig = viz.producer_roofline_figure(rows, meta, "x.csv")
+    names = [tr.name for tr in fig.data]
+    assert names[:2] == ["next_n 1", "next_n 5"] and names[2].startswith("roofline")
+    ys = fig.data[2].y
+    assert max(ys) == 1000.0 and min(ys) < 1000.0  # the flat compute roof and the sloped bandwidth roof
