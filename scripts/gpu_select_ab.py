@@ -23,7 +23,7 @@ from dsa_lab import dispatch  # noqa: E402
 from dsa_lab.bench import data, timing  # noqa: E402
 from dsa_lab.bench.sweep import Point, select_arm_fn, select_stage_inputs  # noqa: E402
 from dsa_lab.bench.verify import compare  # noqa: E402
-from dsa_lab.kernels import bisect, radix  # noqa: E402
+from dsa_lab.kernels import bisect  # noqa: E402
 
 
 def arm(name, inp, k):
@@ -33,10 +33,8 @@ def arm(name, inp, k):
     if name.startswith("bisect"):
         nw = int(name[6:] or 16)
         return lambda: bisect.launch(sc, lens, None, out, None, n, n, k, 1, blocks=False, bs=1, num_warps=nw)
-    if name == "radix":
-        P = dispatch.split_programs(sc.shape[0], n, torch.cuda.get_device_properties(0).multi_processor_count)
-        return lambda: radix.launch(sc, lens, None, out, n, n, k, 1, P=P, short=dispatch.RADIX_SHORT if P > 1 else 0,
-                                    blocks=False, bs=1)
+    if name == "radix":  # the dispatch's radix path, whatever the row count (its split and short-row rules)
+        return lambda: dispatch.topk_select_triton(sc, k, lens, 1, out, over={"algo": "radix"})
     return select_arm_fn(name, inp, k)
 
 
