@@ -9,9 +9,9 @@ most 32 steps (it stops early when a midpoint has exactly ``k`` words at or abov
 to it (ties to the smaller column); slots past the count get ``-1``.  A row with at most ``k`` candidates takes
 every candidate without a search.
 
-A compare-and-count step costs about two instructions a word a bit resolved, a 256-bin ``tl.histogram`` about
-ten, and the data never leave the SM; so the cost is one read of the row plus ALU work that does not depend on
-the values (the search is bounded by 32 steps whatever the distribution).  The register tile is chosen per row
+A compare-and-count step costs about 4.4 instructions a word for the bit it resolves, a 256-bin ``tl.histogram``
+about ten a bit, and the data never leave the SM; so the cost is one read of the row plus ALU work that does not
+depend on the values (the search is bounded by 32 steps whatever the distribution).  The register tile is chosen per row
 on the device from its live length (2048, 8192 or 32768 words, one compiled kernel), so short rows do not pay for
 the widest tile.  Wider rows take :mod:`.radix`.
 """
