@@ -9,12 +9,12 @@ measurement behind each rule).
 ==========================  ==============================================  ============================================
 decision                    rule                                            why (measured on the H200)
 ==========================  ==============================================  ============================================
-select algorithm            bisect for k > 256 from SM/2 rows of at most    bisect vs radix / hier, k = 2048, 640 rows:
-                            32768 columns; else radix when                  256K 525 -> 290 µs, 64K 129 -> 90; 128 x 256K
-                            ``next_pow2(k) >= 1024``, or >= 512 with        124 -> 62; radix kept under 66 rows: 1 x 256K
-                            several radix programs per row; else hier       21 vs 56 µs (one SM per row)
-bisect select               one program per row, the row in registers       8 warps: 640 x 256K 290 µs (16: 335, 32: 428)
-                            (2048 / 8192 / 32768-word tile by live length)
+select algorithm            bisect for k > 256 from SM/2 rows of at most    radix -> bisect, k = 2048, 640 rows: 256K 527
+                            32768 columns; else radix when                  -> 248 µs, 64K 129 -> 84; 128 x 256K 125 -> 53;
+                            ``next_pow2(k) >= 1024``, or >= 512 with        radix kept under SM/2 rows: 1 x 256K 21 vs 56
+                            several radix programs per row; else hier       µs (bisect: one SM per row)
+bisect select               one program per row, the row in registers       8 warps: 640 x 256K 290 µs (16: 335, 32: 428),
+                            (2048 / 8192 / 32768-word tile by live length)  first version
 radix form                  parallel (P programs per row, 5 launches) when  1 x 256K k = 2048: 24 vs 170 µs; one
                             :func:`split_programs` > 1, else one per row    program per row won from 160 rows
 radix short rows            <= 4096 live columns: one program, one launch   16K rows: 6 vs 15 µs
