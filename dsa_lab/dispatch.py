@@ -322,14 +322,10 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
         _scores.launch(logits, row_ends, row_starts, sc, bs, row_repeat,
                        _scores.programs_per_row(rows, nblocks, bs, sm, SCORES_MULT), fill_dead=False,
                        zero_flags=flags, ld=pdl)
-        if algo == "bisect":
-            _select(sc, row_ends, row_starts, out, flags, nblocks, width, k, row_repeat, facts, blocks=True, bs=bs,
-                    over=over, gdc=pdl)
-        else:
-            _select(sc, row_ends, row_starts, out, None, nblocks, width, k, row_repeat, facts, blocks=True, bs=bs,
-                    over=dict(over, algo="radix"))
-            if flags is not None:
-                _flags.fill_flags(out, flags, width, row_starts, bs, row_repeat, zeroed=True)
+        flags_set = _select(sc, row_ends, row_starts, out, flags, nblocks, width, k, row_repeat, facts, blocks=True,
+                            bs=bs, over=dict(over, algo="bisect" if algo == "bisect" else "radix"), gdc=pdl)
+        if flags is not None and not flags_set:
+            _flags.fill_flags(out, flags, width, row_starts, bs, row_repeat, zeroed=True)
         return (out, flags) if with_flags else out
     S = pl["G1"] * pl["G2"]
     a_done = (over.get("a_done", rows * 4 <= sm and "programs" not in over and not pl["RSEL"])

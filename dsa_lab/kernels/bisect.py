@@ -22,18 +22,13 @@ import triton
 import triton.language as tl
 
 from . import run
-from .common import fill_tail, row_extent, set_flags, tl_ordered_hi
-
-GDC_OK = True
-try:  # griddepcontrol (programmatic dependent launch): CUDA sm_90+; the dispatch passes GDC only there
-    from triton.language.extra import cuda as _tl_cuda
-except ImportError:  # pragma: no cover
-    GDC_OK = False
+from .common import GDC_OK, fill_tail, row_extent, set_flags, tl_ordered_hi
+from .common import NEG_HI as NEG
+from .common import tl_cuda as _tl_cuda
 
 MAX_COLS = 32768  # the widest register tile: rows of more live columns take the radix select
 EMIT_TILE = 4096
 KT = 1024
-NEG = tl.constexpr(-0x7F800001)  # the ordered word of -inf: candidates lie above it
 INF_WORD = tl.constexpr(0x7F800000)  # the ordered word of +inf (NaN's is 0x7FFFFFFF)
 
 

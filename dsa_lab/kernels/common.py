@@ -13,10 +13,17 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..keys import PAD_KEY
+from ..keys import NEG_INF_HI, PAD_KEY
 
 PAD = tl.constexpr(PAD_KEY)
 NO_WORD = tl.constexpr(-2147483648)  # an ordered high word no float has: "no column" in a 32-bit max
+NEG_HI = tl.constexpr(NEG_INF_HI)  # the ordered high word of -inf: candidates lie above it
+
+GDC_OK = True
+try:  # griddepcontrol (programmatic dependent launch): CUDA sm_90+; the launchers pass it only there
+    from triton.language.extra import cuda as tl_cuda
+except ImportError:  # pragma: no cover - a Triton build without the CUDA extras
+    GDC_OK, tl_cuda = False, None
 
 
 def np2(x: int) -> int:
@@ -55,7 +62,7 @@ def tl_key_index(key):
 @triton.jit
 def tl_is_candidate(key):
     """True where the key's score is above -inf (selectable)."""
-    return (key >> 32) > -0x7F800001
+    return (key >> 32) > NEG_HI
 
 
 @triton.jit

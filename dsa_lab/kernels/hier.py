@@ -28,14 +28,10 @@ import triton
 import triton.language as tl
 
 from . import run
-from .common import (PAD, pick_digit, row_extent, set_flags, tl_block_score, tl_is_candidate, tl_key_index,
-                     tl_ordered_hi, tl_pack_key, write_ranked, write_selected, zero_flags)
-
-GDC_OK = True
-try:  # griddepcontrol (programmatic dependent launch): CUDA sm_90+; the dispatch passes GDC only there
-    from triton.language.extra import cuda as _tl_cuda
-except ImportError:  # pragma: no cover
-    GDC_OK = False
+from .common import (GDC_OK, NEG_HI, PAD, pick_digit, row_extent, set_flags, tl_block_score,
+                     tl_is_candidate, tl_key_index, tl_ordered_hi, tl_pack_key, write_ranked, write_selected,
+                     zero_flags)
+from .common import tl_cuda as _tl_cuda
 
 
 # ------------------------------------------------------------------------------------------------- tile helpers
@@ -275,7 +271,7 @@ def _chain(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, nsg16, 
         valid = (g1[:, None] >= 0) & (cols < L)
         sc = _scores2d(src_ptr, row_off, cols, valid, start, end, width, FUSED, BS, BSP)
         h = tl.reshape(tl_ordered_hi(sc), [KP * G1])
-        sel, cnt = _reg_select(h, tl.reshape(valid, [KP * G1]) & (h > -0x7F800001), k)
+        sel, cnt = _reg_select(h, tl.reshape(valid, [KP * G1]) & (h > NEG_HI), k)
         write_selected(out_ptr, row, tl.reshape(cols, [KP * G1]), sel, cnt, k, KP)
         if FLAGS:
             set_flags(flags_ptr, row, tl.reshape(cols, [KP * G1]), sel, start, width, n, BS)
@@ -351,7 +347,7 @@ def _hier_kernel(
             if RSEL:
                 sc = _scores2d(src_ptr, row_off, cols, cols < L, start, end, width, FUSED, BS, BSP)
                 h = tl.reshape(tl_ordered_hi(sc), [DT])
-                sel, cnt = _reg_select(h, (jd < L) & (h > -0x7F800001), k)
+                sel, cnt = _reg_select(h, (jd < L) & (h > NEG_HI), k)
                 write_selected(out_ptr, row, jd, sel, cnt, k, KP)
                 if FLAGS:
                     set_flags(flags_ptr, row, jd, sel, start, width, n, BS)

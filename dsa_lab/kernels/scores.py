@@ -18,13 +18,8 @@ import triton
 import triton.language as tl
 
 from . import run
-from .common import tl_block_score, tl_ordered_hi, zero_flags
-
-LD_OK = True  # griddepcontrol is CUDA-only: the launcher passes LD only where the device has it
-try:
-    from triton.language.extra import cuda as _tl_cuda
-except ImportError:  # pragma: no cover - a Triton build without the CUDA extras
-    LD_OK = False
+from .common import GDC_OK, tl_block_score, tl_ordered_hi, zero_flags
+from .common import tl_cuda as _tl_cuda
 
 
 @triton.jit
@@ -157,7 +152,7 @@ def launch(logits, row_ends, row_starts, out, block_size, row_repeat, programs, 
         logits, logits.stride(0), out, out.stride(0), row_ends, row_starts if row_starts is not None else row_ends,
         flags, sg_ws, int(sg_stride), int(sg_min), width, nblocks, max(1, int(programs)), int(row_repeat),
         BS=bs, BSP=1 << (bs - 1).bit_length(), BJ=bj, PADDED=bool(padded), FILL_DEAD=bool(fill_dead) or bool(padded),
-        SG=int(sg), LD=bool(ld) and LD_OK, ZF=zf, HAS_START=row_starts is not None,
+        SG=int(sg), LD=bool(ld) and GDC_OK, ZF=zf, HAS_START=row_starts is not None,
         ALIGNED=logits.stride(0) % 16 == 0 or rows == 1, num_warps=4,
     )
     return out
