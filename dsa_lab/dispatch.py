@@ -275,14 +275,17 @@ def topk_select_triton(scores, k, lengths=None, row_repeat=1, out=None, *, facts
 
 
 def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=None, block_size=8, row_repeat=1,
-                                   out=None, *, fused=False, with_flags=False, flags_out=None, facts=None, over=None):
+                                   out=None, *, fused=False, with_flags=False, flags_out=None, facts=None, over=None,
+                                   scores=None):
     """Triton arm of :func:`dsa_lab.select_candidate_blocks` (arguments checked there).
 
     Unfused (the default): the bounded block-scores launch (it also zeroes the flags, and at few rows stores the
     hier select's stage-A keys), then the select over each row's live block extent, launched as a programmatic
     dependent of the scores launch on sm_90+.  ``fused=True``: one hier kernel reads each row's live logits once
     and forms block maxima on the fly (:func:`fusable` shapes only).  ``with_flags``: also the candidate flags,
-    ``(ids, flags)``; ``flags_out`` a given tensor to write (every byte is written).
+    ``(ids, flags)``; ``flags_out`` a given tensor to write (every byte is written).  ``scores``: the block scores
+    already written over each row's extent (by the producer, :func:`dsa_lab.kernels.producer.paged_mqa_logits_triton`,
+    which also zeroed ``flags_out``): no scores launch, the select alone (and the flags kernel after a radix select).
 
     Returns int32 ``[rows, topk_blocks]`` block ids (any order), ``-1`` tail; every slot written."""
     rows, width = logits.shape
@@ -315,27 +318,30 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
             _flags.fill_flags(out, flags, width, row_starts, bs, row_repeat)
         return (out, flags) if with_flags else out
     pdl = bool(facts.get("pdl"))
-    sc = _scores_buffer(rows, nblocks, dev)
+    scored = scores is not None
+    sc = scores if scored else _scores_buffer(rows, nblocks, dev)
     algo = over.get("algo") or select_algo(rows, nblocks, k, sm)
     pl = _hier_plan(k, facts, over, bs=bs, rows=rows) if algo == "hier" else None
     if algo != "hier" or not hier_fits(pl, nblocks):
-        _scores.launch(logits, row_ends, row_starts, sc, bs, row_repeat,
-                       _scores.programs_per_row(rows, nblocks, bs, sm, SCORES_MULT), fill_dead=False,
-                       zero_flags=flags, ld=pdl)
+        if not scored:
+            _scores.launch(logits, row_ends, row_starts, sc, bs, row_repeat,
+                           _scores.programs_per_row(rows, nblocks, bs, sm, SCORES_MULT), fill_dead=False,
+                           zero_flags=flags, ld=pdl)
         flags_set = _select(sc, row_ends, row_starts, out, flags, nblocks, width, k, row_repeat, facts, blocks=True,
                             bs=bs, over=dict(over, algo="bisect" if algo == "bisect" else "radix"), gdc=pdl)
         if flags is not None and not flags_set:
             _flags.fill_flags(out, flags, width, row_starts, bs, row_repeat, zeroed=True)
         return (out, flags) if with_flags else out
     S = pl["G1"] * pl["G2"]
-    a_done = (over.get("a_done", rows * 4 <= sm and "programs" not in over and not pl["RSEL"])
+    a_done = (not scored and over.get("a_done", rows * 4 <= sm and "programs" not in over and not pl["RSEL"])
               and _scores.tile_blocks(bs) % S == 0)
     pl = _with_rows(pl, nblocks, rows, facts, fused=False, programs=1 if a_done else over.get("programs"))
     ws = _workspace(rows * pl["wrow"], dev)
     q = (_scores.tiles(nblocks, bs) if a_done
          else _scores.programs_per_row(rows, nblocks, bs, sm, _scores_mult(rows, sm, pdl)))
-    _scores.launch(logits, row_ends, row_starts, sc, bs, row_repeat, q, fill_dead=False, zero_flags=flags,
-                   stage_a=(ws, pl["wrow"], S, main_chain_min(pl)) if a_done else None, ld=pdl)
+    if not scored:
+        _scores.launch(logits, row_ends, row_starts, sc, bs, row_repeat, q, fill_dead=False, zero_flags=flags,
+                       stage_a=(ws, pl["wrow"], S, main_chain_min(pl)) if a_done else None, ld=pdl)
     _hier.launch(sc, row_ends, row_starts, out, ws, _counters(dev, rows), flags, nblocks, width, k, row_repeat, pl,
                  P=pl["P"], blocks=True, fused=False, bs=bs, fzw=2, fast=_fast(rows, sm, over), a_done=a_done,
                  gdc=pdl)

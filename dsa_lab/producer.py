@@ -84,6 +84,11 @@ def decode_row_ends(context_lens, next_n):
     """
     next_n = _checks.positive_int(next_n, "next_n")
     _check_context_lens(context_lens, next_n)
+    return _row_ends(context_lens, next_n)
+
+
+def _row_ends(context_lens, next_n):
+    """:func:`decode_row_ends` of checked inputs (no host read)."""
     if context_lens.dim() == 2:
         return context_lens.reshape(-1).to(torch.int32)
     n = torch.arange(next_n, device=context_lens.device, dtype=torch.int64)
@@ -235,8 +240,10 @@ def _abs_cache(kv_cache, D):
 
 
 # ---------------------------------------------------------------------------------------------- public
-def paged_mqa_logits(q_fp8, kv_cache, weights, context_lens, block_table, max_model_len, *, impl="auto", out=None):
-    """Paged FP8 MQA logits of one decode step, written only inside each row's causal window.
+def paged_mqa_logits(q_fp8, kv_cache, weights, context_lens, block_table, max_model_len, *, impl="auto", out=None,
+                     sanitize=False, block_scores_out=None, block_size=8):
+    """Paged FP8 MQA logits of one decode step, written only inside each row's causal window; optionally
+    sanitized, and with the row's block scores, in the same pass.
 
     ``logits[b*next_n + n, p] = scale(p) * sum_h weights[b*next_n + n, h] * relu(q[b, n, h, :] . k(p))``
     for ``p < end(b, n)`` (see :func:`decode_row_ends`); columns at or past the end are not written.
@@ -252,6 +259,15 @@ def paged_mqa_logits(q_fp8, kv_cache, weights, context_lens, block_table, max_mo
         impl: ``"reference"``/``"torch"`` (the same torch code), ``"triton"`` or ``"auto"``.  The Triton
             arm needs power-of-two ``H`` in [16, 256], ``D`` in [32, 512] and ``block_kv``.
         out: optional float32 ``[B * next_n, max_model_len]`` contiguous workspace.
+        sanitize: store ``nan_to_num(nan=-inf)`` of each logit (bit for bit :func:`sanitize_decode_logits` of
+            the plain result).
+        block_scores_out: optional float32 ``[B * next_n, cdiv(max_model_len, block_size)]`` (unit stride along
+            the blocks): the row's block scores (:func:`dsa_lab.block_scores` of the stored logits with
+            ``row_ends = decode_row_ends(context_lens, next_n)``, bit for bit) on every block that starts below
+            the row's end; blocks at or past it are not written (a select bounded by the same ends never reads
+            them).  The Triton arm forms them from the tile in registers when ``block_size`` is a power of two of
+            at most the kernel's tile (8 is), else with the block-scores launch after the logits.
+        block_size: columns per block, ``>= 1``.
 
     Returns:
         ``out`` (or a new ``torch.empty`` tensor, whose columns past each end stay uninitialised).
@@ -263,6 +279,16 @@ def paged_mqa_logits(q_fp8, kv_cache, weights, context_lens, block_table, max_mo
     B, next_n, H, D, block_kv, width = _check_producer_args(
         q_fp8, kv_cache, weights, context_lens, block_table, max_model_len, out
     )
+    if not isinstance(sanitize, bool):
+        raise TypeError(f"sanitize must be a bool, got {type(sanitize).__name__}")
+    bs = _checks.positive_int(block_size, "block_size")
+    if block_scores_out is not None:
+        _checks.tensor(block_scores_out, "block_scores_out", dtypes=(torch.float32,), device=q_fp8.device)
+        _checks.row_strided(block_scores_out, "block_scores_out")
+        want = (B * next_n, -(-width // bs))
+        if tuple(block_scores_out.shape) != want:
+            raise ValueError(f"block_scores_out must have shape [B*next_n, cdiv(max_model_len, block_size)] = {want}, "
+                             f"got {tuple(block_scores_out.shape)}")
     arm = _impl.resolve(impl, q_fp8.device, PRODUCER_IMPLS)
     if out is None:
         out = torch.empty((B * next_n, width), dtype=torch.float32, device=q_fp8.device)
@@ -272,8 +298,22 @@ def paged_mqa_logits(q_fp8, kv_cache, weights, context_lens, block_table, max_mo
         _check_triton_shapes(H, D, block_kv)
         from .kernels.producer import paged_mqa_logits_triton
 
-        return paged_mqa_logits_triton(q_fp8, kv_cache, weights, context_lens, block_table, out)
-    return paged_mqa_logits_torch(q_fp8, kv_cache, weights, context_lens, block_table, out)
+        ends = _row_ends(context_lens, next_n) if block_scores_out is not None else None
+        return paged_mqa_logits_triton(q_fp8, kv_cache, weights, context_lens, block_table, out, sanitize=sanitize,
+                                       scores_out=block_scores_out, block_size=bs, row_ends=ends)
+    paged_mqa_logits_torch(q_fp8, kv_cache, weights, context_lens, block_table, out)
+    if sanitize or block_scores_out is not None:
+        ends = _row_ends(context_lens, next_n)
+        if sanitize:
+            sanitize_decode_logits(out, ends, impl="torch")
+        if block_scores_out is not None:
+            from .scores import block_scores_torch
+
+            sc = block_scores_torch(out, ends, None, bs)
+            j = torch.arange(sc.shape[1], device=out.device)
+            live = j[None, :] * bs < ends.to(torch.int64).clamp(max=width)[:, None]
+            block_scores_out.copy_(torch.where(live, sc, block_scores_out))
+    return out
 
 
 def _check_sanitize(logits, row_ends):
@@ -359,29 +399,37 @@ def producer_flops(context_lens, next_n, num_heads, head_dim=128, *, max_model_l
 class DecodeStep:
     """One decode indexer step on fixed inputs, split into stages that can be timed one by one.
 
-    Pipeline (docs/design.md §1): ``row_ends`` → ``logits`` → ``sanitize`` → ``candidates`` → ``flags``, where
-    ``candidates`` is :func:`dsa_lab.select_candidate_blocks` bounded by the same ``row_ends``.  For a
-    finer breakdown ``candidates`` splits into ``block_scores`` + ``topk_select`` (the same result; the
-    Triton select path may fuse them, so time both ways).
+    Two compositions (``compose``):
 
-    Each stage is a no-argument callable (``step.stages()``) reading the previous stage's output from
-    the object and writing its own into preallocated attributes where the API has an ``out=``:
-    ``row_ends`` int32 [rows], ``logits`` fp32 [rows, max_model_len] (tail never written), ``scores``
-    fp32 [rows, nblocks], ``topk`` / ``candidates`` int32 [rows, topk_blocks], ``flags`` uint8
-    [rows, nblocks + 1].  Call :meth:`run` once (eagerly) before timing a single stage so its inputs
-    exist; stages replayed in a CUDA graph recompute their outputs but keep the eager run's tensors
-    (``row_ends``, ``live_blocks``, ``scores``, ``flags`` are not rebound while a graph is captured).
+    * ``"fused"`` (default): ``row_ends`` → ``logits`` → ``candidates``.  The producer stores sanitized logits and
+      each row's block scores over its window, and zeroes the flags (:func:`paged_mqa_logits` with ``sanitize`` and
+      ``block_scores_out``); ``candidates`` selects from those scores and sets the flags.  Nothing reads the logits
+      back within the step (the token-level top-k after the candidate mask does, later).
+    * ``"staged"`` (the comparison arm): ``row_ends`` → ``logits`` → ``sanitize`` → ``candidates`` → ``flags``, where
+      ``candidates`` is :func:`dsa_lab.select_candidate_blocks` (block scores from the logits, then the select).  For a
+      finer breakdown ``candidates`` splits into ``block_scores`` + ``topk_select`` (the same result).
+
+    Each stage is a no-argument callable (``step.stages()``) reading the previous stage's output from the object and
+    writing its own into preallocated attributes where the API has an ``out=``: ``row_ends`` int32 [rows],
+    ``logits`` fp32 [rows, max_model_len] (tail never written), ``scores`` fp32 [rows, nblocks], ``topk`` /
+    ``candidates`` int32 [rows, topk_blocks], ``flags`` uint8 [rows, nblocks + 1].  Call :meth:`run` once (eagerly)
+    before timing a single stage so its inputs exist; stages replayed in a CUDA graph recompute their outputs but
+    keep the eager run's tensors (``row_ends``, ``live_blocks``, and in the staged composition ``scores`` and
+    ``flags``, are not rebound while a graph is captured).
 
     Args:
         q_fp8 .. max_model_len: as :func:`paged_mqa_logits`.
         topk_blocks, block_size: candidate selection (the seed sweep: 64 and 8).
         impl: arm of the logits stage (``"auto"``/``"torch"``/``"triton"``); ``select_impl`` (default
             ``impl``) the arm of the scores / select / flags stages.
-        sanitize: ``"bounded"`` (default, :func:`sanitize_decode_logits`), ``"full"``
-            (:func:`sanitize_decode_logits_full`, the comparison arm) or ``None`` (skip the stage).
+        compose: ``"fused"`` or ``"staged"`` (above).
+        sanitize: staged only: ``"bounded"`` (default, :func:`sanitize_decode_logits`), ``"full"``
+            (:func:`sanitize_decode_logits_full`, the comparison arm) or ``None`` (skip the stage).  The fused
+            composition sanitizes in the producer: only ``"bounded"`` is accepted there.
     """
 
     PIPELINE = ("row_ends", "logits", "sanitize", "candidates", "flags")
+    FUSED = ("row_ends", "logits", "candidates")
     SPLIT = ("block_scores", "topk_select")
 
     def __init__(
@@ -397,13 +445,18 @@ class DecodeStep:
         block_size=8,
         impl="auto",
         select_impl=None,
+        compose="fused",
         sanitize="bounded",
     ):
         B, next_n, H, D, block_kv, width = _check_producer_args(
             q_fp8, kv_cache, weights, context_lens, block_table, max_model_len, None
         )
+        if compose not in ("fused", "staged"):
+            raise ValueError(f"compose must be 'fused' or 'staged', got {compose!r}")
         if sanitize not in ("bounded", "full", None):
             raise ValueError(f"sanitize must be 'bounded', 'full' or None, got {sanitize!r}")
+        if compose == "fused" and sanitize != "bounded":
+            raise ValueError(f"sanitize={sanitize!r} needs compose='staged' (the fused producer sanitizes the window)")
         self.q_fp8, self.kv_cache, self.weights = q_fp8, kv_cache, weights
         self.context_lens, self.block_table = context_lens, block_table
         self.next_n, self.width, self.rows = next_n, width, B * next_n
@@ -411,6 +464,7 @@ class DecodeStep:
         self.block_size = _checks.positive_int(block_size, "block_size")
         self.impl = impl
         self.select_impl = impl if select_impl is None else select_impl
+        self.compose = compose
         self.sanitize_mode = sanitize
         dev = q_fp8.device
         self.nblocks = -(-width // self.block_size)
@@ -421,6 +475,11 @@ class DecodeStep:
         self.live_blocks = None
         self.scores = None
         self.flags = None
+        if compose == "fused":  # written in place by the producer and the select: allocated once, graph-safe
+            from .dispatch import _scores_buffer  # rows 16 blocks apart: the select's loads stay aligned
+
+            self.scores = _scores_buffer(self.rows, self.nblocks, dev)
+            self.flags = torch.empty((self.rows, self.nblocks + 1), dtype=torch.uint8, device=dev)
 
     # -- stages
     # Stages whose API returns a new tensor keep it only outside a CUDA-graph capture: a tensor allocated
@@ -438,10 +497,25 @@ class DecodeStep:
         self._keep("live_blocks", live)
 
     def stage_logits(self):
-        paged_mqa_logits(
-            self.q_fp8, self.kv_cache, self.weights, self.context_lens, self.block_table, self.width,
-            impl=self.impl, out=self.logits,
-        )
+        if self.compose == "staged":
+            paged_mqa_logits(self.q_fp8, self.kv_cache, self.weights, self.context_lens, self.block_table, self.width,
+                             impl=self.impl, out=self.logits)
+            return
+        args = (self.q_fp8, self.kv_cache, self.weights, self.context_lens, self.block_table)
+        if self._triton(self.impl) and self._triton(self.select_impl):
+            # the launcher itself: it also zeroes the flags that the Triton select then sets
+            from .kernels.producer import paged_mqa_logits_triton
+
+            paged_mqa_logits_triton(*args, self.logits, sanitize=True, scores_out=self.scores,
+                                    block_size=self.block_size, flags_out=self.flags, row_ends=self.row_ends)
+            return
+        paged_mqa_logits(*args, self.width, impl=self.impl, out=self.logits, sanitize=True,
+                         block_scores_out=self.scores, block_size=self.block_size)
+
+    def _triton(self, impl):
+        if impl == "triton":
+            return True
+        return _impl.resolve(impl, self.q_fp8.device, PRODUCER_IMPLS) == "triton"
 
     def stage_sanitize(self):
         if self.sanitize_mode == "bounded":
@@ -450,8 +524,25 @@ class DecodeStep:
             sanitize_decode_logits_full(self.logits)
 
     def stage_candidates(self):
-        from .select import select_candidate_blocks
+        from .select import select_candidate_blocks, topk_select
 
+        if self.compose == "fused":
+            if self._triton(self.select_impl):
+                from .dispatch import select_candidate_blocks_triton
+
+                if not self._triton(self.impl):  # the torch producer did not zero them
+                    self.flags.zero_()
+                select_candidate_blocks_triton(self.logits, self.row_ends, self.topk_blocks, None, self.block_size, 1,
+                                               self.candidates, with_flags=True, flags_out=self.flags,
+                                               scores=self.scores)
+                return
+            from .flags import candidate_flags
+
+            topk_select(self.scores, self.topk_blocks, lengths=self.live_blocks, impl=self.select_impl,
+                        out=self.candidates)
+            self.flags.copy_(candidate_flags(self.candidates, self.width, block_size=self.block_size,
+                                             impl=self._scores_impl()))
+            return
         select_candidate_blocks(
             self.logits, self.row_ends, self.topk_blocks, block_size=self.block_size,
             impl=self.select_impl, out=self.candidates,
@@ -481,6 +572,10 @@ class DecodeStep:
     def stages(self, split: bool = False) -> dict:
         """Ordered ``name → callable``; ``split=True`` replaces ``candidates`` by ``block_scores`` +
         ``topk_select`` (then ``flags`` still reads ``candidates``: run the unsplit pipeline once first)."""
+        if self.compose == "fused":
+            if split:
+                raise ValueError("split=True is the staged composition's breakdown (compose='staged')")
+            return {n: getattr(self, f"stage_{n}") for n in self.FUSED}
         names = list(self.PIPELINE)
         if self.sanitize_mode is None:
             names.remove("sanitize")

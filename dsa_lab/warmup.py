@@ -44,7 +44,9 @@ class Call:
     ``scores`` (:func:`dsa_lab.block_scores`), ``flags`` (:func:`dsa_lab.candidate_flags`) or ``mask``
     (:func:`dsa_lab.compat.vllm_apply_candidate_mask`, ``k`` ids per row) or ``producer``
     (:func:`dsa_lab.paged_mqa_logits`: ``rows`` sequences, ``k`` = next_n, ``starts``: per-row ends, the
-    ``(B, next_n)`` layout; H = 64, D = 128, 64-token cache blocks, ``width`` = max_model_len); ``block_size``,
+    ``(B, next_n)`` layout; H = 64, D = 128, 64-token cache blocks, ``width`` = max_model_len), ``producer_step`` (the
+    same, as the fused decode step launches it: sanitized logits, block scores, flags zeroed) or ``step`` (the fused
+    decode step's select: ``k`` of the producer's block scores of ``width`` logits, with flags); ``block_size``,
     ``row_repeat``, ``starts`` (row starts given) and ``flags`` (``with_flags``) as the call passes them (the last
     two: ``full`` and ``fused``)."""
 
@@ -82,7 +84,9 @@ def warm_calls(max_rows: int = MAX_ROWS, *, fused: bool = False) -> list[Call]:
                     calls += [Call("fused", r, DECODE_WIDTH, k, flags=fl), Call("fused", r, ODD_WIDTH, k, flags=fl)]
     calls += [Call("scores", 1, DECODE_WIDTH, 0), Call("flags", 1, DECODE_WIDTH, 64),
               Call("mask", 1, DECODE_WIDTH, 64)]
-    calls += [Call("producer", 128, DECODE_WIDTH, nn, starts=two) for nn in range(1, 6) for two in (False, True)]
+    calls += [Call(e, 128, DECODE_WIDTH, nn, starts=two) for e in ("producer", "producer_step") for nn in range(1, 6)
+              for two in (False, True)]
+    calls += [Call("step", r, DECODE_WIDTH, k) for k in DECODE_K for r in range(1, max_rows + 1)]
     return list(dict.fromkeys(calls))
 
 
@@ -139,17 +143,28 @@ def record(call: Call, facts: dict = H200) -> list:
             starts = torch.empty((ng,), **i32) if call.starts else None
             apply_mask(torch.empty((r, w), device=meta), torch.empty((ng,), **i32), starts,
                        torch.empty((r, k), **i32), flags, bs, rr, facts["sm_count"])
-        elif call.entry == "producer":
+        elif call.entry == "step":
+            nb = -(-w // bs)
+            dispatch.select_candidate_blocks_triton(
+                torch.empty((r, w), device=meta), torch.empty((r,), **i32), k, None, bs, 1, with_flags=True,
+                facts=facts, scores=dispatch._scores_buffer(r, nb, meta))  # as DecodeStep pads it
+        elif call.entry in ("producer", "producer_step"):
             from .kernels.producer import paged_mqa_logits_triton
 
             H, D, bkv = 64, 128, 64
             blocks = -(-w // bkv)
+            fused = {}
+            if call.entry == "producer_step":
+                nb = -(-w // bs)
+                fused = dict(sanitize=True, scores_out=torch.empty((r * k, nb), device=meta), block_size=bs,
+                             flags_out=torch.empty((r * k, nb + 1), dtype=torch.uint8, device=meta),
+                             row_ends=torch.empty((r * k,), **i32))
             paged_mqa_logits_triton(
                 torch.empty((r, k, H, D), dtype=torch.float8_e4m3fn, device=meta),
                 torch.empty((r * blocks, bkv, 1, D + 4), dtype=torch.uint8, device=meta),
                 torch.empty((r * k, H), dtype=torch.float32, device=meta),
                 torch.empty((r, k) if call.starts else (r,), **i32), torch.empty((r, blocks), **i32),
-                torch.empty((r * k, w), dtype=torch.float32, device=meta), facts=facts)
+                torch.empty((r * k, w), dtype=torch.float32, device=meta), facts=facts, **fused)
         else:
             raise ValueError(f"unknown entry {call.entry!r}")
     return rec

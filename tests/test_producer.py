@@ -331,6 +331,113 @@ def test_triton_shape_limits(device):
     paged_mqa_logits(*_args(p), impl="torch")  # the reference takes any H
 
 
+# ---------------------------------------------------------------------- the producer's epilogue: sanitize + scores
+def _plant_specials(p, seed):
+    """NaN key bytes, +inf and NaN scales at random live tokens of every sequence: logits that are NaN, +-inf."""
+    keys, scales = paged.split_cache(p["kv_cache"], p["q_fp8"].shape[-1])
+    bkv = p["kv_cache"].shape[1]
+    g = torch.Generator().manual_seed(seed)
+    table = p["block_table"].cpu()
+    for b, L in enumerate(p["seq_lens"]):
+        if L == 0:
+            continue
+        for kind in range(4):
+            t = int(torch.randint(0, L, (1,), generator=g))
+            blk, slot = int(table[b, t // bkv]), t % bkv
+            if kind == 0:
+                keys[blk, slot, :] = 0x7F  # e4m3fn NaN
+            elif kind == 1:
+                scales[blk, slot] = float("inf")
+            elif kind == 2:
+                scales[blk, slot] = float("nan")
+            else:
+                keys[blk, slot, 0] = 0xFF  # one NaN lane
+
+
+FUSED_CASES = [  # next_n, layout, block_size (3: no whole blocks in a tile -> the separate scores launch), arm
+    (1, "1d", 8, "triton"), (2, "2d", 8, "triton"), (3, "1d", 16, "triton"), (4, "2d", 4, "triton"),
+    (5, "1d", 8, "triton"), (5, "2d", 8, "triton"), (3, "2d", 3, "triton"), (2, "1d", 64, "triton"),
+    (5, "2d", 8, "torch"), (3, "1d", 3, "torch"),
+]
+
+
+@pytest.mark.parametrize("next_n,layout,bs,impl", FUSED_CASES)
+def test_fused_sanitize_and_scores(next_n, layout, bs, impl, device, fresh_seed):
+    """``sanitize`` + ``block_scores_out``: the stored logits are bit for bit ``sanitize_decode_logits`` of the plain
+    kernel's, the scores bit for bit ``block_scores`` of them on every block that starts in the window, and every
+    logit past a row's end and every block at or past it keep their poison."""
+    width = 320
+    ctx = [257, 9, 0] if layout == "1d" else [131, 1, 200]  # odd lengths, a row of one token, an empty sequence
+    p = paged.random_decode_problem(3, next_n, ctx, num_heads=16, block_kv=16, max_model_len=width, layout=layout,
+                                    device=device, seed=fresh_seed)
+    _plant_specials(p, fresh_seed)
+    args = _args(p)
+    rows, nb = 3 * next_n, -(-width // bs)
+    ends = decode_row_ends(p["context_lens"], next_n)
+    out = _poisoned(rows, width, device, fresh_seed)
+    sc = _poisoned(rows, nb, device, fresh_seed + 1)
+    out0, sc0 = out.clone(), sc.clone()
+    paged_mqa_logits(*args, impl=impl, out=out, sanitize=True, block_scores_out=sc, block_size=bs)
+    plain = paged_mqa_logits(*args, impl=impl)
+    win = _window(ends, width)
+    assert bool(torch.isnan(plain[win]).any()) and bool(torch.isinf(plain[win]).any())  # the planted values arrive
+    sanitize_decode_logits(plain, ends, impl="torch")
+    bad = (_bits(out) != _bits(plain)) & win
+    assert not bool(bad.any()), f"first differing logit (row, col): {bad.nonzero()[0].tolist()}"
+    assert torch.equal(_bits(out)[~win], _bits(out0)[~win])
+    want = dsa_lab.block_scores(out, ends, block_size=bs, impl="torch")
+    live = torch.arange(nb, device=device)[None, :] * bs < ends.to(torch.int64)[:, None]
+    bad = (_bits(sc) != _bits(want)) & live
+    assert not bool(bad.any()), f"first differing block (row, block): {bad.nonzero()[0].tolist()}"
+    assert torch.equal(_bits(sc)[~live], _bits(sc0)[~live])
+
+
+@pytest.mark.parametrize("algo", ["hier", "bisect", "radix"])
+def test_select_from_producer_scores(algo, device, fresh_seed):
+    """The candidate path from the producer's scores (no scores launch), with the flags the producer zeroed, on each
+    select: the ids and flags of ``select_candidate_blocks`` of the same logits."""
+    from dsa_lab.dispatch import select_candidate_blocks_triton
+    from dsa_lab.kernels.producer import paged_mqa_logits_triton
+
+    N, width, k = 2, 384, 9
+    p = paged.random_decode_problem(2, N, [300, 41], num_heads=16, block_kv=16, max_model_len=width, device=device,
+                                    seed=fresh_seed)
+    args = _args(p)
+    ends = decode_row_ends(p["context_lens"], N)
+    nb = width // 8
+    logits = torch.empty(4, width, device=device)
+    sc = _poisoned(4, nb, device, fresh_seed)
+    flags = torch.full((4, nb + 1), 7, dtype=torch.uint8, device=device)
+    paged_mqa_logits_triton(*args[:5], logits, sanitize=True, scores_out=sc, block_size=8, flags_out=flags,
+                            row_ends=ends)
+    assert not bool(flags.any())
+    ids = torch.full((4, k), -5, dtype=torch.int32, device=device)
+    select_candidate_blocks_triton(logits, ends, k, None, 8, 1, ids, with_flags=True, flags_out=flags, scores=sc,
+                                   over={"algo": algo})
+    want, wflags = dsa_lab.select_candidate_blocks(logits, ends, k, block_size=8, impl="reference", with_flags=True)
+    assert torch.equal(ids.sort(1).values, want.sort(1).values)
+    assert torch.equal(flags, wflags)
+
+
+def test_fused_bad_inputs(device):
+    good = _small(device)
+    nb = 8
+    cases = [
+        (TypeError, "sanitize", dict(sanitize=1)),
+        (TypeError, "block_size", dict(block_size=8.0)),
+        (ValueError, "block_size", dict(block_size=0)),
+        (TypeError, "block_scores_out", dict(block_scores_out=torch.empty(4, nb, dtype=torch.float64, device=device))),
+        (ValueError, "block_scores_out", dict(block_scores_out=torch.empty(4, nb + 1, device=device))),
+        (ValueError, "block_scores_out", dict(block_scores_out=torch.empty(4, 2 * nb, device=device)[:, ::2])),
+        (ValueError, "block_scores_out", dict(block_scores_out=torch.empty(4, 16, device=device), block_size=8)),
+    ]
+    for exc, match, over in cases:
+        a = dict(good)
+        a.update(over)
+        with pytest.raises(exc, match=match):
+            _call(**a)
+
+
 # --------------------------------------------------------------------------------------------- bytes, step
 def test_producer_bytes():
     b = producer.producer_bytes([100, 7], 2, 64, 128, block_kv=16)
@@ -357,7 +464,7 @@ def test_decode_step_composes(device, fresh_seed):
     B, N, width, k = 2, 2, 512, 8
     p = paged.random_decode_problem(B, N, [400, 33], num_heads=16, block_kv=16, max_model_len=width,
                                     device=device, seed=fresh_seed)
-    step = producer.decode_step(*_args(p), topk_blocks=k, block_size=8, select_impl="reference")
+    step = producer.decode_step(*_args(p), topk_blocks=k, block_size=8, select_impl="reference", compose="staged")
     ends = decode_row_ends(p["context_lens"], N)
     assert torch.equal(step.row_ends, ends)
     ref = paged_mqa_logits(*_args(p), impl="reference")
@@ -374,7 +481,31 @@ def test_decode_step_composes(device, fresh_seed):
     for fn in stages.values():
         fn()
     assert torch.equal(step.topk.sort(1).values, step.candidates.sort(1).values)
-    assert list(producer.DecodeStep(*_args(p), sanitize=None).stages()) == ["row_ends", "logits", "candidates", "flags"]
+    assert list(producer.DecodeStep(*_args(p), compose="staged", sanitize=None).stages()) == [
+        "row_ends", "logits", "candidates", "flags"]
+
+
+@pytest.mark.parametrize("impl,select_impl", [("triton", "triton"), ("triton", "reference"), ("torch", "triton")])
+def test_decode_step_fused_equals_staged(impl, select_impl, device, fresh_seed):
+    """The fused composition (producer + scores, then the select) gives the staged one's ids and flags; the flags
+    buffer is poisoned first (the producer zeroes it, or the step does when the producer is the torch arm)."""
+    B, N, width, k = 2, 3, 512, 8
+    p = paged.random_decode_problem(B, N, [400, 33], num_heads=16, block_kv=16, max_model_len=width, device=device,
+                                    seed=fresh_seed)
+    staged = producer.decode_step(*_args(p), topk_blocks=k, compose="staged", impl=impl, select_impl="reference")
+    f = producer.DecodeStep(*_args(p), topk_blocks=k, impl=impl, select_impl=select_impl)
+    assert list(f.stages()) == ["row_ends", "logits", "candidates"]
+    f.flags.fill_(7)
+    f.run()
+    assert torch.equal(f.candidates.sort(1).values, staged.candidates.sort(1).values)
+    assert torch.equal(f.flags, staged.flags)
+    for bad in ("full", None):
+        with pytest.raises(ValueError, match="compose"):
+            producer.DecodeStep(*_args(p), sanitize=bad)
+    with pytest.raises(ValueError, match="compose"):
+        producer.DecodeStep(*_args(p), compose="one")
+    with pytest.raises(ValueError, match="staged"):
+        f.stages(split=True)
 
 
 # --------------------------------------------------------------------------------------------- GPU sized
@@ -397,6 +528,34 @@ def test_gpu_full_size(next_n, block_kv, layout):
     ref = paged_mqa_logits(*args, impl="reference")
     bounded, rel = producer.logits_error(*args[:5], out, ref)
     assert bounded <= TOL_FP8, (bounded, rel)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("next_n", [1, 3, 5])
+@pytest.mark.parametrize("layout", ["1d", "2d"])
+def test_gpu_fused_full_size(next_n, layout):
+    """The fp8 MMA path with the epilogue's sanitize and block scores, at the decode width: logits bit for bit the
+    plain kernel's sanitized, scores bit for bit ``block_scores`` of them, poison kept past every end."""
+    B, width, bs = 8, 262144, 8
+    ctx = [65536, 1, 4095, 130000, 77, 8192, 64, 20001]
+    p = paged.random_decode_problem(B, next_n, ctx, num_heads=64, block_kv=64, max_model_len=width, layout=layout,
+                                    device="cuda", seed=10 + next_n)
+    _plant_specials(p, next_n)
+    args = _args(p)
+    ends = decode_row_ends(p["context_lens"], next_n)
+    rows, nb = B * next_n, width // bs
+    out, sc = _poisoned(rows, width, "cuda"), _poisoned(rows, nb, "cuda", 1)
+    out0, sc0 = out.clone(), sc.clone()
+    paged_mqa_logits(*args, impl="triton", out=out, sanitize=True, block_scores_out=sc, block_size=bs)
+    plain = paged_mqa_logits(*args, impl="triton")
+    sanitize_decode_logits(plain, ends)
+    win = _window(ends, width)
+    assert torch.equal(_bits(out)[win], _bits(plain)[win])
+    assert torch.equal(_bits(out)[~win], _bits(out0)[~win])
+    want = dsa_lab.block_scores(out, ends, block_size=bs, impl="triton")
+    live = torch.arange(nb, device="cuda")[None, :] * bs < ends.to(torch.int64)[:, None]
+    assert torch.equal(_bits(sc)[live], _bits(want)[live])
+    assert torch.equal(_bits(sc)[~live], _bits(sc0)[~live])
 
 
 @pytest.mark.gpu
@@ -450,17 +609,20 @@ def test_gpu_decode_step_in_graph():
     """The whole step (and each stage) replays in a CUDA graph; the eager intermediates stay valid."""
     p = paged.random_decode_problem(8, 3, [65536, 100, 4096, 1, 30000, 7, 8192, 131072], num_heads=64,
                                     block_kv=64, max_model_len=262144, device="cuda", seed=1)
-    st = producer.DecodeStep(*_args(p), topk_blocks=64, block_size=8).run()
-    eager = st.candidates.clone()
-    torch.cuda.synchronize()
-    graphs = []
-    for fn in list(st.stages().values()) + [st.run]:
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            fn()
-        graphs.append(g)
-    st.candidates.fill_(-7)
-    for g in graphs:
-        g.replay()
-    torch.cuda.synchronize()
-    assert torch.equal(st.candidates.sort(1).values, eager.sort(1).values)
+    for compose in ("fused", "staged"):
+        st = producer.DecodeStep(*_args(p), topk_blocks=64, block_size=8, compose=compose).run()
+        eager = st.candidates.clone()
+        eager_flags = st.flags.clone()
+        torch.cuda.synchronize()
+        graphs = []
+        for fn in list(st.stages().values()) + [st.run]:
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                fn()
+            graphs.append(g)
+        st.candidates.fill_(-7)
+        for g in graphs:
+            g.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(st.candidates.sort(1).values, eager.sort(1).values), compose
+        assert torch.equal(st.flags, eager_flags), compose

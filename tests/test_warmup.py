@@ -54,6 +54,21 @@ def test_decode_variants_are_warmed(decode):
     assert set(decode) <= set(warm), set(decode) - set(warm)
 
 
+def test_the_fused_step_adds_only_its_producer():
+    """The fused decode step: its select from the producer's scores compiles no variant the decode grid's candidate
+    path does not (any rows, width, k), its producer one per next_n and bound layout whatever the batch and width;
+    the warm list holds them all."""
+    sel = warmup.variants([warmup.Call("step", r, w, k) for r in (1, 20, 66, 640) for w in (1001, 262144)
+                           for k in (64, 300, 2048)], H200)
+    prod = warmup.variants([warmup.Call("producer_step", b, w, n, starts=two) for b in (1, 128) for w in (4096, 262144)
+                            for n in (1, 5) for two in (False, True)], H200)
+    assert len(prod) == 4, sorted(prod)
+    full = warmup.variants([warmup.Call("full", r, w, k) for r in (1, 20, 66, 640) for w in (1001, 262144)
+                            for k in (64, 300, 2048)], H200)
+    assert set(sel) <= set(full), set(sel) - set(full)
+    assert set(prod) <= set(warmup.variants(warmup.warm_calls(max_rows=2), H200))
+
+
 def test_the_candidate_mask_is_one_warmed_variant():
     """The compat mask (flags, then the mask kernel) compiles one variant per block size whatever the rows, width,
     row starts, row_repeat and ids per row, and the warm list holds it."""

@@ -24,8 +24,10 @@ Suites
   context (``--grid full`` runs them on the whole grid).
 * ``step``: the decode indexer step, stage by stage (logits, sanitize, scores,
   select, flags, candidates, step) over concurrency {1, 8, 32, 128} × next_n {1, 3, 5} × context
-  {4096, 16384, 65536, 131072}; arm ``triton`` (this package) and ``torch`` (the upstream composition
-  around the same producer).  Rows go to ``step_breakdown.csv``.
+  {4096, 16384, 65536, 131072}; arms ``fused`` (this package's step: the producer also writes sanitized logits,
+  block scores and zeroed flags, then the select), ``triton`` (the staged composition: producer, bounded sanitize,
+  scores + select, flags) and ``torch`` (the upstream composition around the same producer).  Rows go to
+  ``step_breakdown.csv``.
 * ``producer``: paged MQA logits, Triton vs the torch reference (where it fits in
   memory), achieved read bandwidth against the measured streaming ceiling; bounded vs full-width
   sanitize.  Rows go to ``producer_sweep.csv``.
@@ -637,6 +639,26 @@ class Sweep:
             return select_candidate_blocks(logits, ends, k, block_size=BLOCK_SIZE, impl="triton", out=sel_out,
                                            with_flags=True)[1]
 
+        # the fused composition (the default DecodeStep): the producer also writes sanitized logits, the block
+        # scores and zeroed flags; the select reads the scores.  Its own buffers: nothing to restore.
+        fstep, f_check = None, ""
+        if p.suite == "step":
+            fstep = producer.DecodeStep(q, kv, w, ctx, bt, self.mml, topk_blocks=k, block_size=BLOCK_SIZE,
+                                        impl="triton")
+            fstep.run()
+            f_ids = fstep.candidates.clone()
+            f_ref = torch_topk_store(_padded_scores(fstep.logits, ends), k) if on_gpu() else reference_ids(
+                Point("full", "full", 0, 0, 0, k, ""), {"logits": fstep.logits, "ends": ends})
+            fm = mismatched_rows(f_ids, f_ref)
+            f_flags_ok = torch.equal(fstep.flags, flags_fn(f_ids, self.mml))
+            f_check = "ok" if fm == 0 and f_flags_ok else f"mismatch:{fm}/{p.rows}" + ("" if f_flags_ok else ",flags")
+            if f_check != "ok":
+                self.mismatches.append(f"fused step {p}: {f_check}")
+
+        def fused_step():
+            fstep.stage_logits()
+            fstep.stage_candidates()
+
         def step_torch():
             logits_triton()
             torch.nan_to_num_(logits, nan=float("-inf"))
@@ -657,6 +679,10 @@ class Sweep:
                     bench.full_bytes("triton", ends_list, self.mml, BLOCK_SIZE, k)),
                 ("triton", "step"): (step_triton, logits_bytes + 2 * win
                                      + bench.full_bytes("triton", ends_list, self.mml, BLOCK_SIZE, k)),
+                ("fused", "logits"): (fstep.stage_logits, logits_bytes + win // BLOCK_SIZE + p.rows * (nb + 1)),
+                ("fused", "candidates"): (fstep.stage_candidates, sel_bytes("triton") + p.rows * k),
+                ("fused", "step"): (fused_step, logits_bytes + win // BLOCK_SIZE + p.rows * (nb + 1)
+                                    + sel_bytes("triton") + p.rows * k),
                 ("torch", "sanitize"): (lambda: torch.nan_to_num_(logits, nan=float("-inf")),
                                         2 * p.rows * self.mml * 4),
                 ("torch", "scores"): (lambda: _padded_scores(logits, ends),
@@ -683,7 +709,7 @@ class Sweep:
                 continue
             if deadline.passed():
                 return
-            row_check = check if p.suite == "step" else ""
+            row_check = (f_check if arm == "fused" else check) if p.suite == "step" else ""
             try:
                 if p.suite == "producer" and arm == "torch":
                     res, pre = _timed_call(fn)
@@ -721,7 +747,7 @@ class Sweep:
 
 STEP_STAGES = [
     ("triton", "logits"), ("triton", "sanitize"), ("triton", "scores"), ("triton", "select"), ("triton", "flags"),
-    ("triton", "candidates"), ("triton", "step"),
+    ("triton", "candidates"), ("triton", "step"), ("fused", "logits"), ("fused", "candidates"), ("fused", "step"),
     ("torch", "sanitize"), ("torch", "scores"), ("torch", "select"), ("torch", "flags"), ("torch", "step"),
 ]
 PRODUCER_STAGES = [("triton", "logits"), ("torch", "logits"), ("bounded", "sanitize"), ("full_width", "sanitize")]
@@ -772,7 +798,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k", default=None, help="comma list of k (default 64 on the whole grid + 512, 2048 on the subset)")
     p.add_argument("--dists", default=None, help=f"comma list of distributions from {', '.join(DISTS)}")
     p.add_argument("--arms", default=None, help="comma list of arms (torch, torch_live, triton, triton_unfused; "
-                                                "step: triton, torch; producer: triton, torch, bounded, full_width)")
+                                                "step: fused, triton, torch; producer: triton, torch, bounded, full_width)")
     p.add_argument("--contexts", default=None, help="comma list of contexts (tokens)")
     p.add_argument("--concurrency", default=None, help="comma list of concurrencies")
     p.add_argument("--next-n", dest="next_n", default=None, help="comma list of next_n")

@@ -24,6 +24,10 @@ fp8-flops / bandwidth ratio of ~430):
   q are loaded as bytes and decoded to fp32 with integer ops (:func:`_e4m3fn_to_f32`), then an IEEE fp32
   dot: the path the interpreter takes (numpy has no fp8), any device without fp8 MMA, and ROCm for now.
 * stores are masked by each row's own end: columns at or past it are never written.
+* the epilogue can also hand the consumer what it reads (``SANITIZE``, ``SBS``, ``ZF``): the logits written as
+  ``nan_to_num(nan=-inf)``, the row's block scores (the contract of :mod:`dsa_lab.scores`, over blocks of ``SBS``
+  columns that start inside the row's window), and the candidate flags zeroed, while the tile is still in
+  registers: the bounded sanitize and the block-scores pass, which would read every logit back, are not launched.
 """
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ import triton.language as tl
 
 from .. import _impl
 from . import run
+from .common import tl_block_score, zero_flags
 
 
 @triton.jit
@@ -86,18 +91,35 @@ def _row_end(ctx_ptr, b, n, stride_cb, stride_cn, c, seq_end, NEXT_N: tl.constex
 
 
 @triton.jit
-def _emit_row(kk, qn, wn, sc, tok, end_n, out_row, FP8_DOT: tl.constexpr):
+def _nan_to_num(x):
+    """``torch.nan_to_num(x, nan=-inf)`` exactly: NaN → -inf, +inf → FLT_MAX, -inf → -FLT_MAX, the rest as is."""
+    y = tl.where(x == float("inf"), 3.4028234663852886e38, x)
+    y = tl.where(x == float("-inf"), -3.4028234663852886e38, y)
+    return tl.where(x != x, float("-inf"), y)
+
+
+@triton.jit
+def _emit_row(kk, qn, wn, sc, tile, tok, end_n, out_row, s_row, FP8_DOT: tl.constexpr, SANITIZE: tl.constexpr,
+              SBS: tl.constexpr, BLOCK_T: tl.constexpr):
     """One row's logits for one tile: ``sc * sum_h wn[h] * relu(kk @ qn^T)[:, h]``, stored below ``end_n``.  The
-    streamed keys are the MMA's A operand (M = ``BLOCK_T``)."""
+    streamed keys are the MMA's A operand (M = ``BLOCK_T``).  ``SBS > 0``: also the scores of the tile's blocks
+    that start below ``end_n`` (the newest one pinned to ``+inf``), stored at ``s_row``."""
     if FP8_DOT:
         s = tl.dot(kk, tl.trans(qn))  # fp8 x fp8 -> fp32 [BLOCK_T, H]
     else:
         s = tl.dot(kk, tl.trans(qn), input_precision="ieee")
     lg = tl.sum(tl.maximum(s, 0.0) * wn[None, :], axis=1) * sc
-    tl.store(out_row + tok, lg, mask=tok < end_n)
+    if SANITIZE:
+        lg = _nan_to_num(lg)
+    live = tok < end_n
+    tl.store(out_row + tok, lg, mask=live)
+    if SBS > 0:
+        x = tl.reshape(tl.where(live, lg, float("-inf")), [BLOCK_T // SBS, SBS])
+        j = tile * (BLOCK_T // SBS) + tl.arange(0, BLOCK_T // SBS)
+        tl.store(s_row + j, tl_block_score(x, j, 0, end_n, 1, SBS), mask=j * SBS < end_n)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["stride_s", "nblocks"])
 def _paged_mqa_logits_kernel(
     q_ptr,  # [B, NEXT_N, H, D] fp8 (FP8_DOT) or its bytes
     k_ptr,  # the cache as fp8 (FP8_DOT) or bytes, flat
@@ -106,6 +128,8 @@ def _paged_mqa_logits_kernel(
     ctx_ptr,  # [B] or [B, NEXT_N] int
     bt_ptr,  # [B, max_blocks] int32
     out_ptr,  # [B*NEXT_N, width] fp32
+    sco_ptr,  # [B*NEXT_N, nblocks] fp32 block scores (SBS > 0)
+    flags_ptr,  # [B*NEXT_N, nblocks + 1] uint8 candidate flags, zeroed here (ZF > 0)
     stride_qb,
     stride_qn,
     stride_qh,
@@ -114,9 +138,11 @@ def _paged_mqa_logits_kernel(
     stride_cn,
     stride_bt,
     stride_o,
+    stride_s,
     stride_cache,  # bytes between cache blocks (a multiple of 4)
     width,
     cap,  # tokens addressable through the block table: max_blocks * BLOCK_KV
+    nblocks,  # blocks of SBS columns in a row of the width (the flags have nblocks + 1 slots)
     H: tl.constexpr,
     D: tl.constexpr,
     NEXT_N: tl.constexpr,
@@ -127,6 +153,9 @@ def _paged_mqa_logits_kernel(
     FP8_DOT: tl.constexpr,
     HOIST_Q: tl.constexpr,  # load q / weights / ends of every row once, before the tile loop (NEXT_N <= 8)
     NUM_STAGES: tl.constexpr,
+    SANITIZE: tl.constexpr,  # store nan_to_num(nan=-inf) of the logits
+    SBS: tl.constexpr,  # block size of the block scores written (0: none); a power of two dividing BLOCK_T
+    ZF: tl.constexpr,  # zero the flags: 0 no, 1 bytes, 2 8-byte words (the tensor 16-byte aligned)
 ):
     b = tl.program_id(0)
     sp = tl.program_id(1)
@@ -152,6 +181,11 @@ def _paged_mqa_logits_kernel(
     q_base = q_ptr + b64 * stride_qb
     row0 = b64 * NEXT_N
     o0 = out_ptr + row0 * stride_o
+    s0 = sco_ptr + row0 * stride_s
+    if ZF > 0:  # the sequence's splits programs zero one slice of each of its rows' flags
+        fper = (nblocks + splits) // splits
+        for n in tl.static_range(NEXT_N):
+            zero_flags(flags_ptr, row0 + n, sp * fper, tl.minimum(sp * fper + fper, nblocks + 1), nblocks, ZF - 1)
     w0p = w_ptr + row0 * stride_w
     if HOIST_Q:
         # loop invariants, one named value per row (Triton has no lists of tensors)
@@ -198,27 +232,34 @@ def _paged_mqa_logits_kernel(
         if not FP8_DOT:
             kk = _e4m3fn_to_f32(kk)
         if HOIST_Q:
-            _emit_row(kk, q0, w0, sc, tok, e0, o0, FP8_DOT)
+            _emit_row(kk, q0, w0, sc, tile, tok, e0, o0, s0, FP8_DOT, SANITIZE, SBS, BLOCK_T)
             if NEXT_N > 1:
-                _emit_row(kk, q1, w1, sc, tok, e1, o0 + stride_o, FP8_DOT)
+                _emit_row(kk, q1, w1, sc, tile, tok, e1, o0 + stride_o, s0 + stride_s, FP8_DOT, SANITIZE, SBS, BLOCK_T)
             if NEXT_N > 2:
-                _emit_row(kk, q2, w2, sc, tok, e2, o0 + 2 * stride_o, FP8_DOT)
+                _emit_row(kk, q2, w2, sc, tile, tok, e2, o0 + 2 * stride_o, s0 + 2 * stride_s, FP8_DOT,
+                          SANITIZE, SBS, BLOCK_T)
             if NEXT_N > 3:
-                _emit_row(kk, q3, w3, sc, tok, e3, o0 + 3 * stride_o, FP8_DOT)
+                _emit_row(kk, q3, w3, sc, tile, tok, e3, o0 + 3 * stride_o, s0 + 3 * stride_s, FP8_DOT,
+                          SANITIZE, SBS, BLOCK_T)
             if NEXT_N > 4:
-                _emit_row(kk, q4, w4, sc, tok, e4, o0 + 4 * stride_o, FP8_DOT)
+                _emit_row(kk, q4, w4, sc, tile, tok, e4, o0 + 4 * stride_o, s0 + 4 * stride_s, FP8_DOT,
+                          SANITIZE, SBS, BLOCK_T)
             if NEXT_N > 5:
-                _emit_row(kk, q5, w5, sc, tok, e5, o0 + 5 * stride_o, FP8_DOT)
+                _emit_row(kk, q5, w5, sc, tile, tok, e5, o0 + 5 * stride_o, s0 + 5 * stride_s, FP8_DOT,
+                          SANITIZE, SBS, BLOCK_T)
             if NEXT_N > 6:
-                _emit_row(kk, q6, w6, sc, tok, e6, o0 + 6 * stride_o, FP8_DOT)
+                _emit_row(kk, q6, w6, sc, tile, tok, e6, o0 + 6 * stride_o, s0 + 6 * stride_s, FP8_DOT,
+                          SANITIZE, SBS, BLOCK_T)
             if NEXT_N > 7:
-                _emit_row(kk, q7, w7, sc, tok, e7, o0 + 7 * stride_o, FP8_DOT)
+                _emit_row(kk, q7, w7, sc, tile, tok, e7, o0 + 7 * stride_o, s0 + 7 * stride_s, FP8_DOT,
+                          SANITIZE, SBS, BLOCK_T)
         else:
             for n in tl.static_range(NEXT_N):
                 qn = _load_q(q_base, n, stride_qn, stride_qh, h, d, FP8_DOT)
                 wn = tl.load(w0p + n * stride_w + h)
                 end_n = _row_end(ctx_ptr, b, n, stride_cb, stride_cn, c, seq_end, NEXT_N, CTX_2D)
-                _emit_row(kk, qn, wn, sc, tok, end_n, o0 + n * stride_o, FP8_DOT)
+                _emit_row(kk, qn, wn, sc, tile, tok, end_n, o0 + n * stride_o, s0 + n * stride_s, FP8_DOT, SANITIZE,
+                          SBS, BLOCK_T)
 
 
 @triton.jit
@@ -233,12 +274,7 @@ def _sanitize_kernel(x_ptr, ends_ptr, stride_x, width, BLOCK: tl.constexpr):
     for c0 in tl.range(sp * BLOCK, end, splits * BLOCK):
         cols = c0 + col
         m = cols < end
-        x = tl.load(base + cols, mask=m)
-        # torch.nan_to_num(nan=-inf) exactly: NaN → -inf, +inf → FLT_MAX, -inf → -FLT_MAX, rest untouched
-        y = tl.where(x == float("inf"), 3.4028234663852886e38, x)
-        y = tl.where(x == float("-inf"), -3.4028234663852886e38, y)
-        y = tl.where(x != x, float("-inf"), y)
-        tl.store(base + cols, y, mask=m)
+        tl.store(base + cols, _nan_to_num(tl.load(base + cols, mask=m)), mask=m)
 
 
 def _splits(groups: int, max_tiles: int, sm_count: int, waves: int = 4) -> int:
@@ -270,14 +306,28 @@ def default_config(H: int, next_n: int, block_kv: int, fp8_dot: bool, arch=None)
     return {"BLOCK_T": 128, "num_warps": 4, "NUM_STAGES": 3, "HOIST_Q": True, "WAVES": 8}
 
 
+def fuses_scores(block_size: int, config: dict) -> bool:
+    """Can the logits kernel write block scores of ``block_size`` columns itself?  A tile must hold whole blocks:
+    a power of two that divides ``BLOCK_T``."""
+    bs = int(block_size)
+    return bs & (bs - 1) == 0 and bs <= config["BLOCK_T"]
+
+
 def paged_mqa_logits_triton(q_fp8, kv_cache, weights, context_lens, block_table, out, *, fp8_dot=None, config=None,
-                            facts=None):
+                            facts=None, scores_out=None, block_size=8, sanitize=False, flags_out=None, row_ends=None):
     """Launch the logits kernel into ``out`` (checked inputs; see :func:`dsa_lab.paged_mqa_logits`).
 
     ``fp8_dot``: None → :func:`dsa_lab.paged.fp8_dot_supported` (by ``facts["arch"]`` when ``facts`` is given);
     False forces the upcast path (testable on a GPU too).  ``config``: overrides of :func:`default_config`
     (``BLOCK_T``, ``num_warps``, ``NUM_STAGES``, ``HOIST_Q``, ``WAVES``).  ``facts``: the device's
     (:func:`dsa_lab._impl.device_facts`; another device's to record its launch on ``meta`` tensors).
+
+    ``sanitize``: store ``nan_to_num(nan=-inf)`` of the logits.  ``scores_out``: float32 ``[rows, cdiv(width,
+    block_size)]`` (unit stride along the blocks): the block scores of the stored logits over each row's window
+    (blocks starting at or past the row's end are not written).  ``flags_out``: uint8 ``[rows, nblocks + 1]``,
+    contiguous, zeroed whole (for a select that sets flags).  A block size the kernel cannot fuse
+    (:func:`fuses_scores`) takes the block-scores launch after the logits instead, bounded by ``row_ends`` (int
+    ``[rows]``, required then).
     """
     import torch
 
@@ -291,6 +341,9 @@ def paged_mqa_logits_triton(q_fp8, kv_cache, weights, context_lens, block_table,
     facts = facts or _facts(q_fp8)
     cfg = dict(default_config(H, next_n, block_kv, fp8_dot, facts.get("arch")))
     cfg.update(config or {})
+    bs = int(block_size)
+    fuse = scores_out is not None and fuses_scores(bs, cfg)
+    nblocks = -(-width // bs)
     flat = kv_cache.view(-1)
     k_arg = flat.view(torch.float8_e4m3fn) if fp8_dot else flat
     q_arg = q_fp8 if fp8_dot else q_fp8.view(torch.uint8)
@@ -302,19 +355,31 @@ def paged_mqa_logits_triton(q_fp8, kv_cache, weights, context_lens, block_table,
     cap = block_table.shape[1] * block_kv
     max_tiles = triton.cdiv(min(width, cap), cfg["BLOCK_T"])
     grid = (B, _splits(B, max_tiles, facts["sm_count"], cfg["WAVES"]))
+    zf = 0 if flags_out is None else (2 if flags_out.data_ptr() % 16 == 0 else 1)
     run(
         _paged_mqa_logits_kernel, grid,
         q_arg, k_arg, s_arg, weights, ctx, block_table, out,
+        scores_out if fuse else out, flags_out if flags_out is not None else out.view(torch.uint8),
         q_arg.stride(0), q_arg.stride(1), q_arg.stride(2),
-        weights.stride(0), scb, scn, block_table.stride(0), out.stride(0),
-        kv_cache.stride(0), width, cap,
+        weights.stride(0), scb, scn, block_table.stride(0), out.stride(0), scores_out.stride(0) if fuse else 0,
+        kv_cache.stride(0), width, cap, nblocks,
         H=H, D=D, NEXT_N=next_n, NEXT_N_PAD=triton.next_power_of_2(next_n), BLOCK_KV=block_kv,
         BLOCK_T=cfg["BLOCK_T"], CTX_2D=ctx2d, FP8_DOT=bool(fp8_dot),
         # hoisted q lives in shared memory for the whole loop: bound it (64 KiB = 8 rows of 64 x 128 fp8)
         HOIST_Q=bool(cfg["HOIST_Q"]) and next_n <= 8 and next_n * H * D * (1 if fp8_dot else 4) <= 65536,
-        NUM_STAGES=cfg["NUM_STAGES"],
+        NUM_STAGES=cfg["NUM_STAGES"], SANITIZE=bool(sanitize),
+        SBS=bs if fuse else 0, ZF=zf,
         num_warps=cfg["num_warps"],
     )
+    if scores_out is not None and not fuse:  # the scores launch writes whole tiles: keep the blocks past each end
+        from . import scores as _scores
+
+        tmp = torch.empty_like(scores_out)
+        _scores.launch(out, row_ends, None, tmp, bs, 1,
+                       _scores.programs_per_row(B * next_n, nblocks, bs, facts["sm_count"], 32), fill_dead=False)
+        j = torch.arange(nblocks, device=out.device)
+        live = j[None, :] * bs < row_ends.to(torch.int64).clamp(max=width)[:, None]
+        scores_out.copy_(torch.where(live, tmp, scores_out))
     return out
 
 
