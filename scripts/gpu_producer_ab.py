@@ -3,6 +3,8 @@ arms: ``.ab/ab/dsa_lab_NAME``, a copy of the package with its own kernel), each 
 
     python3 scripts/gpu_producer_ab.py OUT.csv --arms cur,grp:G=4,grp:G=4:num_warps=8 --next-n 1,3,5
 
+``fused``: this tree's kernel as the fused decode step launches it (sanitized logits, block scores, flags zeroed).
+
 Every arm's output is checked first on the same inputs: NaN-poisoned ``out``, every in-window value finite,
 within ``2^-8`` of max |ref| of the fp32 torch reference on the first 4 sequences and within 1e-5 (relative to the
 largest) of the first arm's everywhere, and every slot past a row's end still NaN.  Then CUDA-graph medians; the measured stream ceiling and fp8 MMA peak give each row's roofline fraction.
@@ -26,12 +28,30 @@ from dsa_lab.bench import timing as bench  # noqa: E402
 from dsa_lab.bench import data  # noqa: E402
 
 
+def _fused(f):
+    bufs = {}
+
+    def call(q, kv, w, ctx, bt, out, config=None):
+        rows, width = out.shape
+        if rows not in bufs:
+            nb = -(-width // 8)
+            bufs[rows] = (torch.empty((rows, -(-nb // 16) * 16), device=out.device)[:, :nb],
+                          torch.empty((rows, nb + 1), dtype=torch.uint8, device=out.device),
+                          producer.decode_row_ends(ctx, q.shape[1]))
+        sc, fl, ends = bufs[rows]
+        return f(q, kv, w, ctx, bt, out, config=config, sanitize=True, scores_out=sc, block_size=8, flags_out=fl,
+                 row_ends=ends)
+    return call
+
+
 def arm_fn(spec):
     """``name[:KEY=V[:KEY=V]]`` → (label, launcher, config overrides)."""
     name, *kv = spec.split(":")
     cfg = {k: int(v) for k, v in (x.split("=") for x in kv)}
-    if name == "cur":
+    if name in ("cur", "fused"):
         from dsa_lab.kernels.producer import paged_mqa_logits_triton as f
+        if name == "fused":  # as the fused decode step launches it: sanitize, block scores, flags zeroed
+            f = _fused(f)
     else:
         f = importlib.import_module(f"dsa_lab_{name}.kernels.producer").paged_mqa_logits_triton
     return spec, f, cfg
