@@ -57,9 +57,23 @@ def compile_for(launch, target: str):
     params = [n for n, _ in warmup._params(launch.kernel)]
     full_sig = {n: sig.get(n, "constexpr") for n in params}
     attrs = {(params.index(n),): [["tt.divisibility", 16]] for n, t in sig.items() if t.startswith("*")}
+    # ints as a launch specializes them (unless do_not_specialize): 1 is a constant, a multiple of 16 is known
+    # divisible by 16 -- what the compiler may assume of a stride decides, e.g., whether a gather becomes cp.async
+    dns = set(getattr(launch.kernel, "do_not_specialize", None) or ())
+    cx = dict(cx)
+    for i, (n, v) in enumerate(zip(params, launch.args)):
+        if n not in sig or sig[n].startswith("*") or isinstance(v, bool) or not isinstance(v, int):
+            continue
+        if i in dns or n in dns:
+            continue
+        if v == 1:
+            full_sig[n] = "constexpr"
+            cx[n] = 1
+        elif v % 16 == 0:
+            attrs[(i,)] = [["tt.divisibility", 16]]
     backend = TARGETS[target].backend
     options = {k: v for k, v in opts.items() if backend[0] == "cuda" or k not in ("launch_pdl", "maxnreg")}
-    src = ASTSource(launch.kernel, full_sig, constexprs=dict(cx), attrs=attrs)
+    src = ASTSource(launch.kernel, full_sig, constexprs=cx, attrs=attrs)
     return triton.compile(src, target=GPUTarget(*backend), options=options)
 
 
@@ -122,6 +136,8 @@ def check(row: dict, target: str) -> list[str]:
         problems.append(f"{row['spills']} vector registers spilled")
     if row.get("scratch"):
         problems.append(f"{row['scratch']} B of {'scratch' if target.startswith('gfx') else 'local memory'} a lane")
+    if row.get("stack"):  # sm_90: ptxas spills to the stack frame (a Triton kernel makes no calls)
+        problems.append(f"{row['stack']} B of stack a thread (register spills)")
     if (row.get("shared") or 0) > t.shared_limit:
         problems.append(f"shared {row['shared']} B > {t.shared_limit} B")
     if row.get("waves") == 0:

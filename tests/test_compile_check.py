@@ -2,6 +2,7 @@
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -28,7 +29,7 @@ def test_gate_fails_on_spills_scratch_and_shared(target):
     assert cc.check(ok, target) == []  # SGPRs parked in VGPR lanes touch no memory
     lim = cc.TARGETS[target].shared_limit
     for bad, word in (({"spills": 3}, "spilled"), ({"scratch": 16}, "B of"), ({"shared": lim + 1}, "shared"),
-                      ({"waves": 0}, "fits")):
+                      ({"waves": 0}, "fits"), ({"stack": 64}, "stack")):
         problems = cc.check({**ok, **bad}, target)
         assert len(problems) == 1 and word in problems[0], (bad, problems)
 
@@ -96,3 +97,17 @@ def test_gfx950_gate(tmp_path):
     assert all(int(r["waves"]) >= 1 and int(r["shared"]) <= 163840 for r in rows)
     meta = json.loads((tmp_path / "gfx950.meta.json").read_text())
     assert meta["target"] == "gfx950" and meta["variants"] == len(rows) and meta["over_limit"] == 0
+
+
+def test_compiled_as_a_launch_specializes_it():
+    """Ints reach the compiler as a launch passes them (a multiple of 16 known divisible by 16, not do_not_specialize):
+    the producer's cache stride then lets its key gather become asynchronous copies, as on the GPU, and a compiled
+    variant's registers are the ones the GPU runs."""
+    code = ("from dsa_lab import warmup, compile_check as cc\n"
+            "k = cc.compile_for(warmup.record(warmup.Call('producer', 4, 8192, 1))[0], 'sm_90')\n"
+            "print(k.asm['ttgir'])\n")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # compile, not interpret
+    ir = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600).stdout
+    assert "warp_group_dot" in ir
+    assert not re.search(r"= tt\.load [^\n]*tensor<128x128x!tt\.ptr<f8E4M3FN>", ir), "key tile loaded synchronously"
+    assert re.search(r"async_copy_global_to_local [^\n]*tensor<128x128x!tt\.ptr<f8E4M3FN>", ir)
