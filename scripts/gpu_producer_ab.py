@@ -3,7 +3,8 @@ arms: ``.ab/ab/dsa_lab_NAME``, a copy of the package with its own kernel), each 
 
     python3 scripts/gpu_producer_ab.py OUT.csv --arms cur,grp:G=4,grp:G=4:num_warps=8 --next-n 1,3,5
 
-``fused``: this tree's kernel as the fused decode step launches it (sanitized logits, block scores, flags zeroed).
+``fused`` (or ``NAME+f``): this tree's (NAME's) kernel as the fused decode step launches it (sanitized logits, block
+scores, flags zeroed).
 
 Every arm's output is checked first on the same inputs: NaN-poisoned ``out``, every in-window value finite,
 within ``2^-8`` of max |ref| of the fp32 torch reference on the first 4 sequences and within 1e-5 (relative to the
@@ -48,12 +49,14 @@ def arm_fn(spec):
     """``name[:KEY=V[:KEY=V]]`` → (label, launcher, config overrides)."""
     name, *kv = spec.split(":")
     cfg = {k: int(v) for k, v in (x.split("=") for x in kv)}
+    fused = name.endswith("+f") or name == "fused"
+    name = name.removesuffix("+f")
     if name in ("cur", "fused"):
         from dsa_lab.kernels.producer import paged_mqa_logits_triton as f
-        if name == "fused":  # as the fused decode step launches it: sanitize, block scores, flags zeroed
-            f = _fused(f)
     else:
         f = importlib.import_module(f"dsa_lab_{name}.kernels.producer").paged_mqa_logits_triton
+    if fused:  # as the fused decode step launches it: sanitize, block scores, flags zeroed
+        f = _fused(f)
     return spec, f, cfg
 
 

@@ -319,7 +319,7 @@ def paged_mqa_logits_triton(q_fp8, kv_cache, weights, context_lens, block_table,
 
     ``fp8_dot``: None → :func:`dsa_lab.paged.fp8_dot_supported` (by ``facts["arch"]`` when ``facts`` is given);
     False forces the upcast path (testable on a GPU too).  ``config``: overrides of :func:`default_config`
-    (``BLOCK_T``, ``num_warps``, ``NUM_STAGES``, ``HOIST_Q``, ``WAVES``).  ``facts``: the device's
+    (``BLOCK_T``, ``num_warps``, ``NUM_STAGES``, ``HOIST_Q``, ``WAVES``, ``maxnreg``).  ``facts``: the device's
     (:func:`dsa_lab._impl.device_facts`; another device's to record its launch on ``meta`` tensors).
 
     ``sanitize``: store ``nan_to_num(nan=-inf)`` of the logits.  ``scores_out``: float32 ``[rows, cdiv(width,
@@ -369,7 +369,7 @@ def paged_mqa_logits_triton(q_fp8, kv_cache, weights, context_lens, block_table,
         HOIST_Q=bool(cfg["HOIST_Q"]) and next_n <= 8 and next_n * H * D * (1 if fp8_dot else 4) <= 65536,
         NUM_STAGES=cfg["NUM_STAGES"], SANITIZE=bool(sanitize),
         SBS=bs if fuse else 0, ZF=zf,
-        num_warps=cfg["num_warps"],
+        num_warps=cfg["num_warps"], **({"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}),
     )
     if scores_out is not None and not fuse:  # the scores launch writes whole tiles: keep the blocks past each end
         from . import scores as _scores
