@@ -4,7 +4,7 @@ arms: ``.ab/ab/dsa_lab_NAME``, a copy of the package with its own kernel), each 
     python3 scripts/gpu_producer_ab.py OUT.csv --arms cur,grp:G=4,grp:G=4:num_warps=8 --next-n 1,3,5
 
 ``fused`` (or ``NAME+f``): this tree's (NAME's) kernel as the fused decode step launches it (sanitized logits, block
-scores, flags zeroed).
+scores, flags zeroed); ``NAME+s`` / ``+b`` / ``+z`` (or a combination): only those parts of that epilogue.
 
 Every arm's output is checked first on the same inputs: NaN-poisoned ``out``, every in-window value finite,
 within ``2^-8`` of max |ref| of the fp32 torch reference on the first 4 sequences and within 1e-5 (relative to the
@@ -29,7 +29,8 @@ from dsa_lab.bench import timing as bench  # noqa: E402
 from dsa_lab.bench import data  # noqa: E402
 
 
-def _fused(f):
+def _fused(f, parts="fsb"):
+    """``f`` launched with parts of the step's epilogue: ``s`` sanitize, ``b`` block scores, ``z`` flags zeroed."""
     bufs = {}
 
     def call(q, kv, w, ctx, bt, out, config=None):
@@ -40,8 +41,8 @@ def _fused(f):
                           torch.empty((rows, nb + 1), dtype=torch.uint8, device=out.device),
                           producer.decode_row_ends(ctx, q.shape[1]))
         sc, fl, ends = bufs[rows]
-        return f(q, kv, w, ctx, bt, out, config=config, sanitize=True, scores_out=sc, block_size=8, flags_out=fl,
-                 row_ends=ends)
+        return f(q, kv, w, ctx, bt, out, config=config, sanitize="s" in parts, scores_out=sc if "b" in parts else None,
+                 block_size=8, flags_out=fl if "z" in parts else None, row_ends=ends)
     return call
 
 
@@ -49,14 +50,15 @@ def arm_fn(spec):
     """``name[:KEY=V[:KEY=V]]`` → (label, launcher, config overrides)."""
     name, *kv = spec.split(":")
     cfg = {k: int(v) for k, v in (x.split("=") for x in kv)}
-    fused = name.endswith("+f") or name == "fused"
-    name = name.removesuffix("+f")
-    if name in ("cur", "fused"):
+    name, _, parts = name.partition("+")
+    if name == "fused":
+        name, parts = "cur", "f"
+    if name == "cur":
         from dsa_lab.kernels.producer import paged_mqa_logits_triton as f
     else:
         f = importlib.import_module(f"dsa_lab_{name}.kernels.producer").paged_mqa_logits_triton
-    if fused:  # as the fused decode step launches it: sanitize, block scores, flags zeroed
-        f = _fused(f)
+    if parts:  # f: as the fused decode step launches it (sanitize, block scores, flags zeroed); or s / b / z of it
+        f = _fused(f, "sbz" if parts == "f" else parts)
     return spec, f, cfg
 
 

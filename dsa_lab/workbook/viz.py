@@ -1110,6 +1110,45 @@ def step_breakdown_figure(rows, meta, path, *, next_n=1, arm="triton"):
     return fig
 
 
+def fused_step_rows(step_rows, *, next_n=None) -> list[dict]:
+    """Per recorded shape of ``step_breakdown.csv``: the producer alone, the fused step (the producer writing block
+    scores, then the select), the staged step and the upstream one (µs), the fused step over the producer, and its
+    speedup over the staged step.  ``next_n``: only those shapes."""
+    med = {(r["arm"], r["stage"], r["context"], r["concurrency"], r["next_n"]): r["median_us"]
+           for r in step_rows or () if r.get("arm")}
+    out = []
+    for c, b, n in sorted({k[2:] for k in med if k[0] == "fused" and k[1] == STEP_TOTAL}):
+        if next_n is not None and n != next_n:
+            continue
+        g = lambda a, st: med.get((a, st, c, b, n))  # noqa: E731
+        prod, fused, staged, up = g("triton", "logits"), g("fused", STEP_TOTAL), g("triton", STEP_TOTAL), g("torch", STEP_TOTAL)
+        out.append({"context": c, "concurrency": b, "next_n": n, "producer_us": prod, "fused_step_us": fused,
+                    "staged_step_us": staged, "upstream_step_us": up,
+                    "fused/producer": f"{fused / prod:.2f}" if prod else "",
+                    "vs staged": f"{staged / fused:.2f}x" if staged else ""})
+    return out
+
+
+def fused_step_figure(rows, meta, path, *, next_n=1):
+    """The whole step per context × concurrency in three compositions: fused (producer + scores, then the select),
+    staged (producer, sanitize, scores + select, flags) and upstream, with the producer alone as a marker."""
+    import plotly.graph_objects as go
+
+    title = f"Decode indexer step: fused vs staged vs upstream, next_n {next_n}"
+    if rows is None:
+        return _absent_figure(title, path)
+    pts = fused_step_rows(rows, next_n=next_n)
+    labels = [f"ctx {r['context']} · B {r['concurrency']}" for r in pts]
+    traces = [go.Bar(x=labels, y=[r[key] for r in pts], name=name) for key, name in
+              (("fused_step_us", "fused step"), ("staged_step_us", "staged step"), ("upstream_step_us", "upstream step"))]
+    traces.append(go.Scatter(x=labels, y=[r["producer_us"] for r in pts], name="producer alone", mode="markers",
+                             marker=dict(symbol="line-ew-open", size=18, color="black")))
+    fig = go.Figure(traces)
+    fig.update_layout(barmode="group", title=f"{title}<br><sub>{record_label(meta, path)}</sub>", yaxis_title="µs",
+                      yaxis_type="log", height=440)
+    return fig
+
+
 def sanitize_rows(producer_rows) -> list[dict]:
     """Bounded vs full-width sanitize from ``producer_sweep.csv`` (``stage == "sanitize"``): time of each
     and the ratio, per context × concurrency × next_n."""
