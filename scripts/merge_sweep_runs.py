@@ -1,7 +1,9 @@
 """Merge ``dsa-lab sweep`` runs into ``data/<gpu>/select_sweep.csv``, keeping an older record's rows where the runs
 did not replace them.
 
-    python3 scripts/merge_sweep_runs.py [--note TEXT] [--arms A,B] OLD_CSV OUT_DIR RUN_DIR[:stage] [RUN_DIR[:stage] ...]
+    python3 scripts/merge_sweep_runs.py [--note TEXT] [--arms A,B] [--name NAME] OLD_CSV OUT_DIR RUN_DIR[:stage] ...
+
+``--name``: the record merged (default ``select_sweep``; ``producer_sweep`` and ``step_breakdown`` have the same key).
 
 Each RUN_DIR holds a ``select_sweep.csv`` and its ``.meta.json`` from a real run (``:select`` / ``:full`` keeps only
 that stage's rows of it; a later run's row replaces an earlier run's row).  Without ``--arms`` a point (stage,
@@ -27,10 +29,12 @@ def load(path):
 
 
 def main(argv):
-    note, arms = "", None
-    while argv[:1] in (["--note"], ["--arms"]):
+    note, arms, name = "", None, "select_sweep"
+    while argv[:1] in (["--note"], ["--arms"], ["--name"]):
         if argv[0] == "--note":
             note = argv[1]
+        elif argv[0] == "--name":
+            name = argv[1]
         else:
             arms = set(argv[1].split(","))
         argv = argv[2:]
@@ -41,7 +45,7 @@ def main(argv):
     new, runs, meta0 = {}, [], None
     for spec in specs:
         d, _, stage = spec.partition(":")
-        rows = [r for r in load(os.path.join(d, "select_sweep.csv")) if not stage or r["stage"] == stage]
+        rows = [r for r in load(os.path.join(d, f"{name}.csv")) if not stage or r["stage"] == stage]
         assert all(list(r.keys()) == fields for r in rows), f"{d}: columns differ"
         by_unit = {}
         if arms:
@@ -54,7 +58,7 @@ def main(argv):
                 if point(r) in with_triton:
                     by_unit.setdefault(point(r), []).append(r)
         new.update(by_unit)
-        m = json.load(open(os.path.join(d, "select_sweep.meta.json")))
+        m = json.load(open(os.path.join(d, f"{name}.meta.json")))
         meta0 = meta0 or m
         for run in m.get("runs", []):
             runs.append({**run, "ceilings": m["ceilings"], "source": spec, "units_kept": len(by_unit)})
@@ -68,7 +72,7 @@ def main(argv):
     kept = [r for r in old_rows if unit(r) not in new]
     order = {point(r): i for i, r in enumerate(old_rows)}
     rows = sorted([r for rs in new.values() for r in rs] + kept, key=lambda r: order.get(point(r), len(order)))
-    with open(os.path.join(out_dir, "select_sweep.csv"), "w", newline="") as f:
+    with open(os.path.join(out_dir, f"{name}.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
         w.writerows(rows)
@@ -76,7 +80,7 @@ def main(argv):
     meta = {**meta0, "runs": runs, "rows_per_commit": {c: sum(r["commit"] == c for r in rows) for c in commits},
             "command": "python3 " + " ".join(["scripts/merge_sweep_runs.py"] + argv), "merged": note,
             "status": f"merged: {len(rows) - len(kept)} rows from the runs listed, {len(kept)} kept from {old_csv}"}
-    with open(os.path.join(out_dir, "select_sweep.meta.json"), "w") as f:
+    with open(os.path.join(out_dir, f"{name}.meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
     print(meta["status"], meta["rows_per_commit"])
 

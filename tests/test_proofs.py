@@ -116,3 +116,12 @@ def test_exhaustive_full_on_gpu():
     r = proofs.exhaustive_key_order_check("cuda")
     assert r["complete"] and r["patterns_checked"] == 2**32
     assert all(not v for v in r["violations"].values()), r["violations"]
+
+
+@pytest.mark.parametrize("layout", ["1d", "2d"])
+def test_fused_step_experiment(layout):
+    r = proofs.fused_step_experiment(batch=2, next_n=2, context_lens=(20, 70), max_model_len=128, layout=layout)
+    assert r["NaN / inf logits planted in the windows"] > 0
+    for key, v in r.items():
+        if isinstance(v, bool):
+            assert v, key

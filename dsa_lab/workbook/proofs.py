@@ -648,3 +648,63 @@ def poisoned_tail_experiment(batch: int = 2, next_n: int = 3, context_lens=(37, 
         "sanitize_full_changed_tail_columns": int((b.view(torch.int32)[~win] != noisy.view(torch.int32)[~win]).sum()),
         "selected_blocks": srt(s_poison).tolist(),
     }
+
+
+def fused_step_experiment(batch: int = 2, next_n: int = 3, context_lens=(37, 150), *, max_model_len: int = 256,
+                          num_heads: int = 32, head_dim: int = 128, block_kv: int = 16, block_size: int = 8,
+                          topk_blocks: int = 4, layout: str = "2d", impl: str = "auto", device=None,
+                          seed: int = 0) -> dict:
+    """The producer hands the consumer exactly what it reads: sanitized logits and block scores from one pass.
+
+    NaN key bytes and an ``inf`` scale are planted in the cache; then, into poisoned outputs,
+    :func:`dsa_lab.paged_mqa_logits` with ``sanitize=True, block_scores_out=...`` (arm ``impl``).  Checks: the
+    stored logits are bit for bit the plain producer's after :func:`dsa_lab.sanitize_decode_logits`; every block
+    that starts in a row's window is bit for bit :func:`dsa_lab.block_scores` of them; the logits past each end and
+    the blocks at or past it keep their poison; and the fused :class:`dsa_lab.producer.DecodeStep` (producer +
+    scores, then the select) picks the staged step's blocks and flags.  Returns a dict of counts and booleans.
+    """
+    from .. import producer
+    from ..paged import random_decode_problem, split_cache
+    from ..scores import block_scores
+
+    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    p = random_decode_problem(batch, next_n, list(context_lens), num_heads=num_heads, head_dim=head_dim,
+                              block_kv=block_kv, max_model_len=max_model_len, layout=layout, device="cpu", seed=seed)
+    keys, scales = split_cache(p["kv_cache"], head_dim)
+    table = p["block_table"]
+    t = context_lens[0] // 2  # sequence 0: a NaN key and an inf scale in its window
+    keys[int(table[0, t // block_kv]), t % block_kv, :] = 0x7F
+    scales[int(table[0, (t + 1) // block_kv]), (t + 1) % block_kv] = float("inf")
+    p = {k: v.to(dev) if isinstance(v, torch.Tensor) else v for k, v in p.items()}
+    args = (p["q_fp8"], p["kv_cache"], p["weights"], p["context_lens"], p["block_table"], max_model_len)
+    rows, nb = batch * next_n, -(-max_model_len // block_size)
+    ends = producer.decode_row_ends(p["context_lens"], next_n)
+    win = torch.arange(max_model_len, device=dev)[None, :] < ends.to(torch.int64)[:, None]
+    live = torch.arange(nb, device=dev)[None, :] * block_size < ends.to(torch.int64)[:, None]
+
+    logits, scores = _poison(rows, max_model_len, dev), _poison(rows, nb, dev)
+    lbits, sbits = logits.view(torch.int32).clone(), scores.view(torch.int32).clone()
+    producer.paged_mqa_logits(*args, impl=impl, out=logits, sanitize=True, block_scores_out=scores,
+                              block_size=block_size)
+    plain = producer.paged_mqa_logits(*args, impl=impl)
+    planted = int(plain[win].isnan().sum() + plain[win].isinf().sum())
+    producer.sanitize_decode_logits(plain, ends, impl=impl)
+    want = block_scores(logits, ends, block_size=block_size, impl=impl)
+    bits = lambda x: x.view(torch.int32)  # noqa: E731
+    kw = dict(topk_blocks=topk_blocks, block_size=block_size, impl=impl)
+    fused = producer.decode_step(*args, **kw)
+    staged = producer.decode_step(*args, compose="staged", **kw)
+    srt = lambda x: torch.sort(x.cpu(), dim=1).values  # noqa: E731
+    return {
+        "rows": rows,
+        "in_window_columns": int(win.sum()),
+        "blocks_starting_in_a_window": int(live.sum()),
+        "NaN / inf logits planted in the windows": planted,
+        "logits == sanitize(plain producer), bit for bit": bool(torch.equal(bits(logits)[win], bits(plain)[win])),
+        "logits past each end: poison kept": bool(torch.equal(bits(logits)[~win], lbits[~win])),
+        "scores == block_scores(logits), bit for bit": bool(torch.equal(bits(scores)[live], bits(want)[live])),
+        "blocks at or past each end: poison kept": bool(torch.equal(bits(scores)[~live], sbits[~live])),
+        "fused step blocks == staged step blocks": bool(torch.equal(srt(fused.candidates), srt(staged.candidates))),
+        "fused step flags == staged step flags": bool(torch.equal(fused.flags.cpu(), staged.flags.cpu())),
+        "fused step launches (Triton)": list(fused.stages()),
+    }
