@@ -107,6 +107,52 @@ viz.step_breakdown_figure(*step, next_n=1)
 viz.step_breakdown_figure(*step, next_n=5)
 
 # %% [markdown]
+# ## The producer hands the consumer what it reads
+#
+# **Claim.** The bound argument goes one step further. The producer holds every logit of a tile in registers, and it
+# knows each row's window, so it can also do what the next two passes of that step do. It stores the logits already
+# sanitized, and it writes each row's block scores over the window: the NaN-propagating max of each 8-column block,
+# with the newest block pinned to `+inf`. Those scores are an eighth of the logits' bytes. The select then reads only
+# the scores. Nothing in the step reads the logits back. The token-level top-k after the candidate mask still reads
+# them, later. This is `paged_mqa_logits(..., sanitize=True, block_scores_out=...)`, and the default
+# `DecodeStep(compose="fused")` is built on it.
+#
+# **Evidence (exact).** NaN key bytes and an `inf` scale are planted in the cache, and both outputs start as poison.
+# The stored logits are bit for bit the plain producer's after `sanitize_decode_logits`. Every block that starts
+# inside a window is bit for bit `block_scores` of them. Both tails keep their poison. The fused step picks the same
+# blocks and flags as the staged one. The run below uses the Triton kernel: a GPU, or the interpreter here.
+
+# %%
+for layout in ("1d", "2d"):
+    res = proofs.fused_step_experiment(layout=layout)
+    print(f"context_lens layout {layout}:")
+    for k, v in res.items():
+        print(f"  {k:50s} {v}")
+
+# %% [markdown]
+# **Evidence (time).** The same step is recorded on the H200 in three compositions, in one process: fused, staged
+# (producer, bounded sanitize, scores + select, flags) and the upstream one. The black marker is the producer alone.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+viz.fused_step_figure(*step, next_n=1)
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+viz.fused_step_figure(*step, next_n=5)
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+print(proofs.format_table(viz.fused_step_rows(step[0])) if step[0] else "NO RECORD")
+
+# %% [markdown]
+# **Consequence.** See the table. At `next_n = 1` the producer streams keys, and the extra epilogue work is hidden
+# under the loads, so the fused step is close to the producer alone and faster than the staged one. From
+# `next_n = 3` the producer is bound by its MMA → epilogue chain, so every instruction added to the epilogue adds to
+# the time: the block scores cost about as much as the two passes they replace. What is left is the producer's own
+# schedule (`notes/producer.md`).
+
+# %% [markdown]
 # ## Its share of inter-token latency
 #
 # A simple model: the indexer step runs once per layer per decode step, so its share of an inter-token latency

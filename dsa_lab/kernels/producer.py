@@ -116,7 +116,10 @@ def _emit_row(kk, qn, wn, sc, tile, tok, end_n, out_row, s_row, FP8_DOT: tl.cons
     if SBS > 0:
         x = tl.reshape(tl.where(live, lg, float("-inf")), [BLOCK_T // SBS, SBS])
         j = tile * (BLOCK_T // SBS) + tl.arange(0, BLOCK_T // SBS)
-        tl.store(s_row + j, tl_block_score(x, j, 0, end_n, 1, SBS), mask=j * SBS < end_n)
+        # stored from the tile's own [BLOCK_T] layout (the block's score on each of its columns, written by the
+        # first): the compiler forms it after the logits' one layout conversion, with no second one
+        bsc = tl.broadcast_to(tl_block_score(x, j, 0, end_n, 1, SBS)[:, None], [BLOCK_T // SBS, SBS])
+        tl.store(s_row + tok // SBS, tl.reshape(bsc, [BLOCK_T]), mask=live & (tok % SBS == 0))
 
 
 @triton.jit(do_not_specialize=["stride_s", "nblocks"])
