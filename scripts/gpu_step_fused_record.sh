@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call: the fused decode step's records at commit $1, packed into $OUT/records.tgz: the producer's GPU
-# tests (fused epilogue included), the step sweep (fused, staged and upstream compositions, every point) and the
-# producer sweep's triton arm.  Run as: bash scripts/gpu_step_fused_record.sh COMMIT
+# tests (the fused epilogue's included), the step sweep (fused, staged and upstream compositions, every point), the
+# producer sweep's triton arm, and a same-process producer A/B of the epilogue's parts and launch options
+# (candidate trees under .ab/ab, passed with carry).  Run as: bash scripts/gpu_step_fused_record.sh COMMIT
 set -u
 export DSA_LAB_COMMIT="$1" DSA_LAB_DIRTY=0 PYTHONPATH="$PWD" PYTHONUNBUFFERED=1
 R=data/h200/step_fused
@@ -9,12 +10,15 @@ L=$R/logs/run.log
 mkdir -p $R/logs
 T0=$(date +%s)
 echo "=== gputests $(date -u +%T)" >> $L
-timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_producer.py >> $L 2>&1
+timeout 100 python3 -m pytest -q -p no:cacheprovider tests/test_producer.py -k "gpu or fused or producer_scores" >> $L 2>&1
 echo "=== step sweep $(date -u +%T)" >> $L
-timeout 300 python3 -m dsa_lab.cli sweep --suite step --out $R/step --max-seconds 280 --no-progress >> $L 2>&1
+timeout 120 python3 -m dsa_lab.cli sweep --suite step --out $R/step --max-seconds 110 --no-progress >> $L 2>&1
 echo "=== producer sweep $(date -u +%T)" >> $L
-timeout 100 python3 -m dsa_lab.cli sweep --suite producer --arms triton --out $R/producer --max-seconds 90 \
+timeout 60 python3 -m dsa_lab.cli sweep --suite producer --arms triton --out $R/producer --max-seconds 50 \
   --no-progress >> $L 2>&1
+echo "=== producer A/B $(date -u +%T)" >> $L
+timeout 200 python3 scripts/gpu_producer_ab.py $R/producer_ab_epilogue.csv --next-n 3,5 \
+  --arms cur,fused,r+f,cur+s,cur+b,fused:maxnreg=168,w+f,fused:num_warps=8 >> $L 2>&1
 echo "=== done $(date -u +%T) $(( $(date +%s) - T0 )) s" >> $L
 tar czf $OUT/records.tgz $R 2>/dev/null
-tail -n 40 $L
+tail -n 45 $L
