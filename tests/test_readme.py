@@ -1,5 +1,6 @@
 """The README's usage snippet runs as written (on the CPU its ``impl="auto"`` calls take the torch arm) and returns
-what the README says: ids with a ``-1`` tail, flags with a 1 at each selected block, the producer's window."""
+what the README says: ids with a ``-1`` tail, flags with a 1 at each selected block, the producer's window, the decode
+step's blocks."""
 import pathlib
 import re
 
@@ -26,3 +27,6 @@ def test_readme_snippet_runs_and_returns_what_it_says():
     for r, e in enumerate(ends.tolist()):  # the producer wrote the window and nothing past it
         assert not out[r, :e].isnan().any() and out[r, e:].isnan().all(), f"row {r}"
     assert blocks_.shape == (6, 64) and int(blocks_[3].max()) < -(-700 // 8)
+    step = ns["step"]  # the two-launch step picks the blocks of the separate passes over the same logits
+    assert torch.equal(step.candidates.sort(1).values, blocks_.sort(1).values)
+    assert step.flags.shape == (6, 8192 // 8 + 1) and int(step.flags.sum()) == int((blocks_ >= 0).sum())
