@@ -83,7 +83,7 @@ print("auto arm selects the same sets as the reference:",
 # | `02_ordering_proof` | Is signed int64 order of the keys *exactly* the contract order? Checked over all 2^32 float32 patterns (GPU), a structured subset (CPU), and against real `torch.topk` on CUDA. | proof results, selected ids |
 # | `03_extent_skipping` | Why does `torch.topk` cost the same at 4K and 256K context, and what does reading only the live extent save? | skip fractions, selected ids |
 # | `04_span_capacity_roofline` | One program per row or split rows? Where the curves cross, the rule the kernel uses, the roofline with measured ceilings, the seed's MI355X numbers beside ours. | (recorded data; figures) |
-# | `05_causal_bounds` | Producer/consumer windows, `(B,)` vs `(B, next_n)` bounds, the poisoned-tail experiment, bounded sanitize, the step breakdown and its share of ITL. | bound tables, poison results |
+# | `05_causal_bounds` | Producer/consumer windows, `(B,)` vs `(B, next_n)` bounds, the poisoned-tail experiment, bounded sanitize, the producer writing the block scores (the fused step), the step breakdown and its share of ITL. | bound tables, poison and fused-step results |
 #
 # ## Live vs recorded
 #

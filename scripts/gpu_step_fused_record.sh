@@ -10,15 +10,15 @@ L=$R/logs/run.log
 mkdir -p $R/logs
 T0=$(date +%s)
 echo "=== gputests $(date -u +%T)" >> $L
-timeout 100 python3 -m pytest -q -p no:cacheprovider tests/test_producer.py -k "gpu or fused or producer_scores" >> $L 2>&1
+timeout 80 python3 -m pytest -q -p no:cacheprovider tests/test_producer.py -k "gpu_fused or gpu_decode_step or gpu_cuda_graph or producer_scores or fused_sanitize" >> $L 2>&1
 echo "=== step sweep $(date -u +%T)" >> $L
 timeout 120 python3 -m dsa_lab.cli sweep --suite step --out $R/step --max-seconds 110 --no-progress >> $L 2>&1
 echo "=== producer sweep $(date -u +%T)" >> $L
 timeout 60 python3 -m dsa_lab.cli sweep --suite producer --arms triton --out $R/producer --max-seconds 50 \
   --no-progress >> $L 2>&1
 echo "=== producer A/B $(date -u +%T)" >> $L
-timeout 200 python3 scripts/gpu_producer_ab.py $R/producer_ab_epilogue.csv --next-n 3,5 \
-  --arms cur,fused,r+f,cur+s,cur+b,fused:maxnreg=168,w+f,fused:num_warps=8 >> $L 2>&1
+timeout 150 python3 scripts/gpu_producer_ab.py $R/producer_ab_epilogue.csv --next-n 3,5 \
+  --arms cur,fused,r+f,w+f,fused:maxnreg=168 >> $L 2>&1
 echo "=== done $(date -u +%T) $(( $(date +%s) - T0 )) s" >> $L
 tar czf $OUT/records.tgz $R 2>/dev/null
 tail -n 45 $L
