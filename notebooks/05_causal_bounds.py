@@ -143,14 +143,26 @@ viz.fused_step_figure(*step, next_n=5)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-print(proofs.format_table(viz.fused_step_rows(step[0])) if step[0] else "NO RECORD")
+print(viz.fused_step_summary(step[0]) if step[0] else "NO RECORD")
+print(proofs.format_table(viz.fused_step_rows(step[0])) if step[0] else "")
 
 # %% [markdown]
-# **Consequence.** See the table. At `next_n = 1` the producer streams keys, and the extra epilogue work is hidden
-# under the loads, so the fused step is close to the producer alone and faster than the staged one. From
-# `next_n = 3` the producer is bound by its MMA → epilogue chain, so every instruction added to the epilogue adds to
-# the time: the block scores cost about as much as the two passes they replace. What is left is the producer's own
-# schedule (`notes/producer.md`).
+# **Consequence.** With the block scores written by the producer, the step costs little more than the producer
+# alone, and it is faster than the staged step at almost every recorded point (the summary above names the
+# exception). How the epilogue is written matters. From `next_n = 3` the producer is bound by its MMA → epilogue
+# chain. A first version (`r+f` below) stored the scores through a second layout conversion per row, and it cost
+# far more there than the current one (`fused`), which stores them from the tile's own layout. The A/B below was
+# run in one process at 128K × concurrency 128 (`cur` is the plain producer). Past this point the step *is* the
+# producer, and what is left is the producer's own schedule: at `next_n = 5` it runs at about half of the measured
+# fp8 MMA roof (the roofline above; `notes/producer.md`).
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+ab = viz.load_records("tune_dev/producer_ab_epilogue")
+print(viz.record_status(ab))
+if ab[0]:
+    print(proofs.format_table([{k: r[k] for k in ("arm", "next_n", "median_us", "tflops", "check")} for r in ab[0]
+                               if r["arm"] in ("cur", "fused", "r+f")]))
 
 # %% [markdown]
 # ## Its share of inter-token latency
@@ -158,11 +170,12 @@ print(proofs.format_table(viz.fused_step_rows(step[0])) if step[0] else "NO RECO
 # A simple model: the indexer step runs once per layer per decode step, so its share of an inter-token latency
 # `ITL` is `layers × step / ITL`. The seed measured ITL = 14.6 ms on its serving run (and a ~45 µs saving); the
 # RFC it cites measured the whole indexer at 4–11% of the step. Per recorded shape: the measured whole step of one
-# layer for the upstream composition (`torch`) and this package (`triton`), the saving per decode step over 61
-# layers (DeepSeek-V3-class), and each one's share of a 14.6 ms ITL. The model ignores overlap with other work.
+# layer for the upstream composition (`torch`) and this package's default step (`fused`), the saving per decode
+# step over 61 layers (DeepSeek-V3-class), and each one's share of a 14.6 ms ITL. The model ignores overlap with
+# other work.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 print(viz.record_status(step))
 if step[0]:
-    print(proofs.format_table(viz.itl_compare_rows(step[0], itl_ms=14.6, layers=61)))
+    print(proofs.format_table(viz.itl_compare_rows(step[0], itl_ms=14.6, layers=61, arm="fused")))

@@ -29,6 +29,7 @@ def load(path):
 
 
 def main(argv):
+    command = "python3 " + " ".join(["scripts/merge_sweep_runs.py"] + [f"'{a}'" if " " in a else a for a in argv])
     note, arms, name = "", None, "select_sweep"
     while argv[:1] in (["--note"], ["--arms"], ["--name"]):
         if argv[0] == "--note":
@@ -78,7 +79,7 @@ def main(argv):
         w.writerows(rows)
     commits = sorted({r["commit"] for r in rows})
     meta = {**meta0, "runs": runs, "rows_per_commit": {c: sum(r["commit"] == c for r in rows) for c in commits},
-            "command": "python3 " + " ".join(["scripts/merge_sweep_runs.py"] + argv), "merged": note,
+            "command": command, "merged": note,
             "status": f"merged: {len(rows) - len(kept)} rows from the runs listed, {len(kept)} kept from {old_csv}"}
     with open(os.path.join(out_dir, f"{name}.meta.json"), "w") as f:
         json.dump(meta, f, indent=1)

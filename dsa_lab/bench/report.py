@@ -471,14 +471,15 @@ def step_section(rows, meta, path, itl_ms: float, layers: int, h: str) -> str:
         body.append(line)
     itl_us = itl_ms * 1e3
     share_hdr = ["context", "conc", "next_n", "indexer step µs (ours)", f"share of {itl_ms:g} ms ITL × {layers} layer(s)",
-                 "logits share", "selection share (candidates: ids + flags)", "upstream step µs", "upstream share"]
+                 "logits share", "selection share (ids + flags)", "upstream step µs", "upstream share"]
     share = []
+    own = "fused" if any(k[0] == "fused" for k in idx) else "triton"  # the package's default step
     for c, b, n in shapes:
-        ours = idx.get(("triton", "step", c, b, n))
+        ours = idx.get((own, "step", c, b, n))
         up = idx.get(("torch", "step", c, b, n))
-        lg = idx.get(("triton", "logits", c, b, n))
+        lg = idx.get((own, "logits", c, b, n))
         sel = [idx.get(("triton", s, c, b, n)) for s in ("scores", "select", "flags")]
-        cand = idx.get(("triton", "candidates", c, b, n))
+        cand = idx.get((own, "candidates", c, b, n))
         sel_us = cand["median_us"] if cand else (sum(r["median_us"] for r in sel) if all(sel) else None)
         pct = lambda us: "—" if us is None else f"{100 * us * layers / itl_us:.2f}%"  # noqa: E731
         share.append([ctx_label(c), b, n, fmt(ours and ours["median_us"]), pct(ours and ours["median_us"]),
@@ -497,7 +498,9 @@ def step_section(rows, meta, path, itl_ms: float, layers: int, h: str) -> str:
             table(hdr, body),
             f"\nITL-share model: share = stage time × layers / ITL, with ITL = {itl_ms:g} ms (the seed's measured median "
             f"ITL) and {layers} indexer call(s) per decode step (`--layers`; DeepSeek-V3.2 runs an indexer in each of "
-            "its 61 layers, the seed's ~45 µs / 14.6 ms estimate counted one call).\n",
+            "its 61 layers, the seed's ~45 µs / 14.6 ms estimate counted one call); \"ours\" is the package's default "
+            "step (the fused one where the record has it: its logits share is the producer with the block scores, its "
+            "selection share the select with the flags).\n",
             table(share_hdr, share)]
     return "\n".join(text)
 

@@ -1129,6 +1129,23 @@ def fused_step_rows(step_rows, *, next_n=None) -> list[dict]:
     return out
 
 
+def fused_step_summary(step_rows, *, context=131072, concurrency=128) -> str:
+    """Two lines from ``step_breakdown.csv``: at how many points the fused step beats the staged one (and the
+    slowest ratio), and the fused step over the producer alone at ``context`` x ``concurrency`` per next_n."""
+    pts = fused_step_rows(step_rows)
+    if not pts:
+        return "NO RECORD of the fused step"
+    ratio = [(r["staged_step_us"] / r["fused_step_us"], r) for r in pts if r["staged_step_us"]]
+    worst, wr = min(ratio, key=lambda x: x[0])
+    faster = sum(x > 1 for x, _ in ratio)
+    at = [r for r in pts if r["context"] == context and r["concurrency"] == concurrency]
+    own = ", ".join(f"next_n {r['next_n']}: {r['fused/producer']}" for r in at)
+    return (f"fused step faster than the staged step at {faster} of {len(ratio)} points; slowest ratio "
+            f"{worst:.3f} at context {wr['context']}, concurrency {wr['concurrency']}, next_n {wr['next_n']} "
+            f"({wr['fused_step_us']:.2f} vs {wr['staged_step_us']:.2f} µs)\n"
+            f"fused step / producer alone at context {context} x concurrency {concurrency}: {own}")
+
+
 def fused_step_figure(rows, meta, path, *, next_n=1):
     """The whole step per context × concurrency in three compositions: fused (producer + scores, then the select),
     staged (producer, sanitize, scores + select, flags) and upstream, with the producer alone as a marker."""
