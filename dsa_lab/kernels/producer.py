@@ -322,7 +322,7 @@ def paged_mqa_logits_triton(q_fp8, kv_cache, weights, context_lens, block_table,
 
     ``fp8_dot``: None → :func:`dsa_lab.paged.fp8_dot_supported` (by ``facts["arch"]`` when ``facts`` is given);
     False forces the upcast path (testable on a GPU too).  ``config``: overrides of :func:`default_config`
-    (``BLOCK_T``, ``num_warps``, ``NUM_STAGES``, ``HOIST_Q``, ``WAVES``, ``maxnreg``).  ``facts``: the device's
+    (``BLOCK_T``, ``num_warps``, ``NUM_STAGES``, ``HOIST_Q``, ``WAVES``).  ``facts``: the device's
     (:func:`dsa_lab._impl.device_facts`; another device's to record its launch on ``meta`` tensors).
 
     ``sanitize``: store ``nan_to_num(nan=-inf)`` of the logits.  ``scores_out``: float32 ``[rows, cdiv(width,
@@ -343,6 +343,9 @@ def paged_mqa_logits_triton(q_fp8, kv_cache, weights, context_lens, block_table,
         fp8_dot = fp8_dot_supported(q_fp8.device) if facts is None else fp8_dot_for_arch(facts.get("arch"))
     facts = facts or _facts(q_fp8)
     cfg = dict(default_config(H, next_n, block_kv, fp8_dot, facts.get("arch")))
+    unknown = set(config or {}) - set(cfg)
+    if unknown:
+        raise ValueError(f"config keys {sorted(unknown)} are not launch settings of the producer ({sorted(cfg)})")
     cfg.update(config or {})
     bs = int(block_size)
     fuse = scores_out is not None and fuses_scores(bs, cfg)
@@ -372,14 +375,16 @@ def paged_mqa_logits_triton(q_fp8, kv_cache, weights, context_lens, block_table,
         HOIST_Q=bool(cfg["HOIST_Q"]) and next_n <= 8 and next_n * H * D * (1 if fp8_dot else 4) <= 65536,
         NUM_STAGES=cfg["NUM_STAGES"], SANITIZE=bool(sanitize),
         SBS=bs if fuse else 0, ZF=zf,
-        num_warps=cfg["num_warps"], **({"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}),
+        num_warps=cfg["num_warps"],
     )
     if scores_out is not None and not fuse:  # the scores launch writes whole tiles: keep the blocks past each end
+        from ..dispatch import SCORES_MULT
         from . import scores as _scores
 
         tmp = torch.empty_like(scores_out)
         _scores.launch(out, row_ends, None, tmp, bs, 1,
-                       _scores.programs_per_row(B * next_n, nblocks, bs, facts["sm_count"], 32), fill_dead=False)
+                       _scores.programs_per_row(B * next_n, nblocks, bs, facts["sm_count"], SCORES_MULT),
+                       fill_dead=False)
         j = torch.arange(nblocks, device=out.device)
         live = j[None, :] * bs < row_ends.to(torch.int64).clamp(max=width)[:, None]
         scores_out.copy_(torch.where(live, tmp, scores_out))
