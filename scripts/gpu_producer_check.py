@@ -188,7 +188,6 @@ def correctness():
         ("B4_n5_H32_ragged", dict(B=4, next_n=5, ctx=ragged(4, 65536), H=32)),
         ("B4_n3_short_ctx", dict(B=4, next_n=3, ctx=[0, 1, 2, 63])),
         ("B4_n3_upcast_path", dict(B=4, next_n=3, ctx=ragged(4, 8192), fp8_dot=False)),
-        ("B4_n5_keys_as_A", dict(B=4, next_n=5, ctx=ragged(4, 65536), config={"Q_IS_A": False})),
         ("B4_n5_no_hoist", dict(B=4, next_n=5, ctx=ragged(4, 65536), config={"HOIST_Q": False})),
     ]
     for i, (name, kw) in enumerate(cases):
@@ -233,7 +232,7 @@ def ceiling():
 
 
 # ---------------------------------------------------------------------------------------- config sweep
-_D = {"BLOCK_T": 128, "num_warps": 4, "NUM_STAGES": 3, "Q_IS_A": True, "HOIST_Q": True, "WAVES": 8}
+_D = {"BLOCK_T": 128, "num_warps": 4, "NUM_STAGES": 3, "HOIST_Q": True, "WAVES": 8}
 CONFIGS = [
     dict(_D),  # the default (H=64, fp8)
     {**_D, "num_warps": 8},
@@ -243,8 +242,7 @@ CONFIGS = [
     {**_D, "NUM_STAGES": 4},
     {**_D, "BLOCK_T": 64},
     {**_D, "BLOCK_T": 256, "num_warps": 8},
-    {**_D, "Q_IS_A": False},
-    {**_D, "Q_IS_A": False, "HOIST_Q": False, "num_warps": 8},
+    {**_D, "HOIST_Q": False, "num_warps": 8},
 ]
 BIG = {}
 
