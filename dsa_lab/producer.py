@@ -310,10 +310,15 @@ def paged_mqa_logits(q_fp8, kv_cache, weights, context_lens, block_table, max_mo
             from .scores import block_scores_torch
 
             sc = block_scores_torch(out, ends, None, bs)
-            j = torch.arange(sc.shape[1], device=out.device)
-            live = j[None, :] * bs < ends.to(torch.int64).clamp(max=width)[:, None]
-            block_scores_out.copy_(torch.where(live, sc, block_scores_out))
+            block_scores_out.copy_(torch.where(window_blocks(ends, sc.shape[1], bs, width), sc, block_scores_out))
     return out
+
+
+def window_blocks(row_ends, nblocks: int, block_size: int, width: int):
+    """bool ``[rows, nblocks]``: the blocks that start below each row's end (clamped to ``width``): those
+    ``paged_mqa_logits(block_scores_out=...)`` writes."""
+    j = torch.arange(nblocks, device=row_ends.device)
+    return j[None, :] * block_size < row_ends.to(torch.int64).clamp(max=width)[:, None]
 
 
 def _check_sanitize(logits, row_ends):

@@ -487,7 +487,7 @@ def step_section(rows, meta, path, itl_ms: float, layers: int, h: str) -> str:
                       pct(up and up["median_us"])])
     text = [f"{h} Decode indexer step breakdown\n", provenance(meta, rows, path)]
     if any(k[0] == "fused" for k in idx):
-        text.append(fused_step_section(idx, shapes))
+        text.append(fused_step_section(rows))
     text += [
             "Per-stage CUDA-graph medians of this package's path (`triton` arm: producer → bounded sanitize → "
             "bounded scores → select → flags; `candidates` = `select_candidate_blocks(impl=\"triton\", with_flags=True)`, "
@@ -505,36 +505,52 @@ def step_section(rows, meta, path, itl_ms: float, layers: int, h: str) -> str:
     return "\n".join(text)
 
 
-def fused_step_section(idx, shapes) -> str:
+def fused_step_rows(step_rows, *, next_n=None) -> list[dict]:
+    """Per recorded shape of ``step_breakdown.csv``: the producer alone, the fused step (the producer writing block
+    scores, then the select), the staged step and the upstream one (µs), the fused step over the producer, and its
+    speedup over the staged step.  ``next_n``: only those shapes."""
+    med = {(r["arm"], r["stage"], r["context"], r["concurrency"], r["next_n"]): r["median_us"]
+           for r in step_rows or () if r.get("arm")}
+    out = []
+    for c, b, n in sorted({k[2:] for k in med if k[0] == "fused" and k[1] == "step"}):
+        if next_n is not None and n != next_n:
+            continue
+        g = lambda a, st: med.get((a, st, c, b, n))  # noqa: E731
+        prod, fused, staged, up = g("triton", "logits"), g("fused", "step"), g("triton", "step"), g("torch", "step")
+        out.append({"context": c, "concurrency": b, "next_n": n, "producer_us": prod,
+                    "producer_scores_us": g("fused", "logits"), "select_flags_us": g("fused", "candidates"),
+                    "fused_step_us": fused, "staged_step_us": staged, "upstream_step_us": up,
+                    "fused/producer": f"{fused / prod:.2f}" if prod else "",
+                    "vs staged": f"{staged / fused:.2f}x" if staged else ""})
+    return out
+
+
+def fused_step_section(rows) -> str:
     """The fused step (the producer writes sanitized logits, block scores and zeroed flags; then the select) beside
     the staged composition and the upstream one, with the targets: step <= 1.15 x the producer, every point faster
     than the staged step."""
-    body, faster, n_pts = [], 0, 0
-    for c, b, n in shapes:
-        g = lambda a, s: (idx.get((a, s, c, b, n)) or {}).get("median_us")  # noqa: E731
-        fl, fc, fs, prod, st, up = (g("fused", "logits"), g("fused", "candidates"), g("fused", "step"),
-                                    g("triton", "logits"), g("triton", "step"), g("torch", "step"))
-        if fs is None:
-            continue
-        n_pts += 1
-        faster += bool(st and fs < st)
-        body.append([ctx_label(c), b, n, fmt(prod), fmt(fl), fmt(fc), f"**{fmt(fs)}**", fmt(st), fmt(up),
-                     f"{fs / prod:.3f}" if prod else "—", fx(st / fs) if st else "—", fx(up / fs) if up else "—"])
+    pts = fused_step_rows(rows)
+    body = [[ctx_label(r["context"]), r["concurrency"], r["next_n"], fmt(r["producer_us"]), fmt(r["producer_scores_us"]),
+             fmt(r["select_flags_us"]), f"**{fmt(r['fused_step_us'])}**", fmt(r["staged_step_us"]),
+             fmt(r["upstream_step_us"]),
+             f"{r['fused_step_us'] / r['producer_us']:.3f}" if r["producer_us"] else "—",
+             fx(r["staged_step_us"] / r["fused_step_us"]) if r["staged_step_us"] else "—",
+             fx(r["upstream_step_us"] / r["fused_step_us"]) if r["upstream_step_us"] else "—"] for r in pts]
+    faster = sum(bool(r["staged_step_us"] and r["fused_step_us"] < r["staged_step_us"]) for r in pts)
     hdr = ["context", "conc", "next_n", "producer µs", "producer + scores µs", "select + flags µs", "fused step µs",
            "staged step µs", "upstream step µs", "step / producer", "vs staged", "vs upstream"]
     tgt = []
-    for n in (1, 3, 5):
-        g = lambda a, s: (idx.get((a, s, 131072, 128, n)) or {}).get("median_us")  # noqa: E731
-        fs, prod, st = g("fused", "step"), g("triton", "logits"), g("triton", "step")
-        if fs and prod and st:
-            tgt.append(f"| {n} | {fmt(prod)} | {fmt(fs)} | {fs / prod:.3f} | "
+    for r in pts:
+        fs, prod, st = r["fused_step_us"], r["producer_us"], r["staged_step_us"]
+        if r["context"] == 131072 and r["concurrency"] == 128 and prod and st:
+            tgt.append(f"| {r['next_n']} | {fmt(prod)} | {fmt(fs)} | {fs / prod:.3f} | "
                        f"**{'met' if fs <= 1.15 * prod else 'not met'}** | {fmt(st)} | {fx(st / fs)} |")
     out = ["The fused step (`fused` arm, the default `DecodeStep`): the producer stores sanitized logits, writes each "
            "row's block scores over its window and zeroes the flags from the tile it holds in registers; the select "
            "reads the scores and sets the flags.  Nothing in the step reads the logits back.  `staged` = producer → "
            "bounded sanitize → scores + select (+ flags), `upstream` = the `torch` arm below.\n",
            table(hdr, body),
-           f"\nFaster than the staged step at {faster} of {n_pts} points."]
+           f"\nFaster than the staged step at {faster} of {len(pts)} points."]
     if tgt:
         out.append("\nTargets at 128K context × concurrency 128: the step ≤ 1.15 × the producer's own time (the plain "
                    "logits kernel, same run):\n\n| next_n | producer µs | fused step µs | ratio | ≤ 1.15 | staged step µs "

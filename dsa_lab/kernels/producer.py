@@ -379,15 +379,14 @@ def paged_mqa_logits_triton(q_fp8, kv_cache, weights, context_lens, block_table,
     )
     if scores_out is not None and not fuse:  # the scores launch writes whole tiles: keep the blocks past each end
         from ..dispatch import SCORES_MULT
+        from ..producer import window_blocks
         from . import scores as _scores
 
         tmp = torch.empty_like(scores_out)
         _scores.launch(out, row_ends, None, tmp, bs, 1,
                        _scores.programs_per_row(B * next_n, nblocks, bs, facts["sm_count"], SCORES_MULT),
                        fill_dead=False)
-        j = torch.arange(nblocks, device=out.device)
-        live = j[None, :] * bs < row_ends.to(torch.int64).clamp(max=width)[:, None]
-        scores_out.copy_(torch.where(live, tmp, scores_out))
+        scores_out.copy_(torch.where(window_blocks(row_ends, nblocks, bs, width), tmp, scores_out))
     return out
 
 

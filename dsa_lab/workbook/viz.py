@@ -1111,22 +1111,11 @@ def step_breakdown_figure(rows, meta, path, *, next_n=1, arm="triton"):
 
 
 def fused_step_rows(step_rows, *, next_n=None) -> list[dict]:
-    """Per recorded shape of ``step_breakdown.csv``: the producer alone, the fused step (the producer writing block
-    scores, then the select), the staged step and the upstream one (µs), the fused step over the producer, and its
-    speedup over the staged step.  ``next_n``: only those shapes."""
-    med = {(r["arm"], r["stage"], r["context"], r["concurrency"], r["next_n"]): r["median_us"]
-           for r in step_rows or () if r.get("arm")}
-    out = []
-    for c, b, n in sorted({k[2:] for k in med if k[0] == "fused" and k[1] == STEP_TOTAL}):
-        if next_n is not None and n != next_n:
-            continue
-        g = lambda a, st: med.get((a, st, c, b, n))  # noqa: E731
-        prod, fused, staged, up = g("triton", "logits"), g("fused", STEP_TOTAL), g("triton", STEP_TOTAL), g("torch", STEP_TOTAL)
-        out.append({"context": c, "concurrency": b, "next_n": n, "producer_us": prod, "fused_step_us": fused,
-                    "staged_step_us": staged, "upstream_step_us": up,
-                    "fused/producer": f"{fused / prod:.2f}" if prod else "",
-                    "vs staged": f"{staged / fused:.2f}x" if staged else ""})
-    return out
+    """Per recorded shape: the producer alone, the fused, staged and upstream steps (µs), the fused step over the
+    producer, its speedup over the staged step (:func:`dsa_lab.bench.report.fused_step_rows`)."""
+    from ..bench.report import fused_step_rows as rows_of
+
+    return rows_of(step_rows, next_n=next_n)
 
 
 def fused_step_summary(step_rows, *, context=131072, concurrency=128) -> str:
