@@ -518,8 +518,6 @@ class DecodeStep:
                          block_scores_out=self.scores, block_size=self.block_size)
 
     def _triton(self, impl):
-        if impl == "triton":
-            return True
         return _impl.resolve(impl, self.q_fp8.device, PRODUCER_IMPLS) == "triton"
 
     def stage_sanitize(self):

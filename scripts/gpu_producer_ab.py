@@ -24,12 +24,12 @@ sys.path.insert(0, os.path.join(ROOT, ".ab", "ab"))
 
 import torch  # noqa: E402
 
-from dsa_lab import paged, producer  # noqa: E402
+from dsa_lab import dispatch, paged, producer  # noqa: E402
 from dsa_lab.bench import timing as bench  # noqa: E402
 from dsa_lab.bench import data  # noqa: E402
 
 
-def _fused(f, parts="fsb"):
+def _fused(f, parts):
     """``f`` launched with parts of the step's epilogue: ``s`` sanitize, ``b`` block scores, ``z`` flags zeroed."""
     bufs = {}
 
@@ -37,7 +37,7 @@ def _fused(f, parts="fsb"):
         rows, width = out.shape
         if rows not in bufs:
             nb = -(-width // 8)
-            bufs[rows] = (torch.empty((rows, -(-nb // 16) * 16), device=out.device)[:, :nb],
+            bufs[rows] = (dispatch._scores_buffer(rows, nb, out.device),  # as DecodeStep allocates it
                           torch.empty((rows, nb + 1), dtype=torch.uint8, device=out.device),
                           producer.decode_row_ends(ctx, q.shape[1]))
         sc, fl, ends = bufs[rows]
