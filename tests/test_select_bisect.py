@@ -1,8 +1,10 @@
 """The bisect select (dsa_lab.kernels.bisect, through dsa_lab.dispatch) against the exact reference: outputs
 poisoned, every slot compared as sets, at k in {257, 512, 1000, 2048} on rows that reach each register tile (live
 lengths up to 2048, 8192 and 32768 columns), each exit of the search (every candidate taken, a midpoint with exactly
-k at or above it, the k-th word found with ties split by column order), ragged and zero-length rows, garbage past
-the ends, row_repeat, and the candidate-block composition with row starts and the flags written by the kernel."""
+k at or above it, the k-th word found with ties split by column order), each way the middle ends (gathered and
+searched, or one tied value written straight out; reached at interpreter sizes with a small middle capacity), ragged and
+zero-length rows, garbage past the ends, row_repeat, and the candidate-block composition with row starts and the
+flags written by the kernel."""
 import pytest
 import torch
 
@@ -74,6 +76,21 @@ def test_bisect_search_exits():
     t[0, 2000] = NAN
     t[0, 0] = -INF
     assert sorted(bisect(t, 300, None)[0].tolist()) == list(range(1, 300)) + [2000]
+
+
+@pytest.mark.parametrize("cap", [64, 256])
+@pytest.mark.parametrize("dist", ["normal", "ramp", "few_values", "equal", "nan_payloads"])
+def test_bisect_middle(dist, cap, fresh_seed):
+    """The bracket's middle at a capacity of 64 / 256 words, so that rows of 3000 and 20000 columns reach it: a
+    middle gathered from the scratch and searched (normal, ramp, NaN payloads), one tied value wider than the
+    capacity (equal, few values), and rows of at most k candidates (the ragged lengths)."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    for rows, n, k in ((3, 3000, 300), (1, 20000, 1000)):
+        x = fill(dist, rows, n, gen=gen)
+        lens = _ragged(rows, n, gen)
+        out = poisoned(rows, k, "cpu")
+        bk.launch(x, lens, None, out, None, n, n, k, 1, blocks=False, bs=1, mid_cap=cap)
+        assert_same_sets(out, topk_select_reference(x, k, lens, 1), f"{dist} cap={cap} n={n} seed={fresh_seed}")
 
 
 def test_bisect_row_repeat_and_strides(fresh_seed):

@@ -1,19 +1,25 @@
-"""Top-k by bisecting the k-th key over a register-resident row: the select for ``k > 256`` on rows of at most
+"""Top-k by bisecting the k-th word, bracketed: the select for ``k > 256`` from SM/2 rows, rows of at most
 :data:`MAX_COLS` columns (every decode row: 32768 blocks at 262144 tokens).
 
-One program per row loads the row's live extent once into registers, as signed ordered words (the contract's
-order, NaN on top; :func:`dsa_lab.kernels.common.tl_ordered_hi`).  The k-th largest word ``T`` is found by
-bisection on the word's value: each step is a compare and a count over the registers, no memory traffic, and at
-most 32 steps (it stops early when a midpoint has exactly ``k`` words at or above it).  Then one streaming pass
-(the row was just read, so it comes from L2) writes every column above ``T``, and the first ``need`` columns equal
-to it (ties to the smaller column); slots past the count get ``-1``.  A row with at most ``k`` candidates takes
-every candidate without a search.
+One program per row loads the row's live extent once into registers as signed ordered words (the contract's order,
+NaN on top), in a tile chosen on the device by the live length (2048, 8192 or 32768 words; one compiled kernel):
 
-A compare-and-count step costs about 4.4 instructions a word for the bit it resolves, a 256-bin ``tl.histogram``
-about ten a bit, and the data never leave the SM; so the cost is one read of the row plus ALU work that does not
-depend on the values (the search is bounded by 32 steps whatever the distribution).  The register tile is chosen per row
-on the device from its live length (2048, 8192 or 32768 words, one compiled kernel), so short rows do not pay for
-the widest tile.  Wider rows take :mod:`.radix`.
+1. **Bracket.**  Steps on the word's value, each a compare and a count over the registers, keep exact counts
+   ``c_lo = count(>= lo) >= k > c_hi = count(>= hi)``.  On the wider tiles they stop as soon as the *middle*
+   ``[lo, hi)`` holds at most ``MC`` words, long before the k-th word is isolated; on the widest, steps interpolate
+   between the counts while that keeps halving the middle.  On the 2048-word tile a step costs no more than one over
+   a middle, so the bracket goes on to the k-th word itself.
+2. **One pass over the registers.**  Positions from scans in column order: the ``c_hi`` words above the middle go
+   straight to their output slots (every one of them is a pick), the middle's columns to a per-row scratch of ``MC``
+   slots.  A middle of one value (ties: its first ``k - c_hi`` columns) or of picks only goes straight to the output.
+3. **The middle.**  Its words (gathered again by column, from L2) are few, so bisecting for its ``(k - c_hi)``-th
+   word costs a small tile per step; its picks (ties to the smaller column) follow the ``c_hi`` already written.
+
+Every count is exact: the values change the number of steps (at most 32 per stage, about twice that where
+interpolating steps fail), never the result.  With ``FLAGS`` the selected blocks' flags are set from the written ids
+at the end.  The tiles are ``[32, n / 32]`` (a group of 32 columns per tile column) whose columns the compiler cannot
+prove contiguous: the loads then take the layout the scattered output stores need, and no tile is converted between
+layouts on the way (:func:`_cols`).
 """
 from __future__ import annotations
 
@@ -27,34 +33,32 @@ from .common import NEG_HI as NEG
 from .common import tl_cuda as _tl_cuda
 
 MAX_COLS = 32768  # the widest register tile: rows of more live columns take the radix select
-EMIT_TILE = 4096
+MID_CAP = 2048
 KT = 1024
 INF_WORD = tl.constexpr(0x7F800000)  # the ordered word of +inf (NaN's is 0x7FFFFFFF)
 
 
 @triton.jit
-def _search(src_ptr, row_off, L, k, W: tl.constexpr):
-    """``(A, T, need)`` of a row of ``L <= W`` live columns: the selection is every word ``>= A`` plus the first
-    ``need`` (column order) equal to ``T``.  Exactly ``k`` are selected when the row has more than ``k``
-    candidates; else every candidate (``need`` 0)."""
-    cols = tl.arange(0, W)
-    s = tl.load(src_ptr + row_off + cols, mask=cols < L, other=float("-inf"))
-    h = tl_ordered_hi(s)  # masked lanes and -inf: NEG
-    cand = h > NEG
-    ncand = tl.sum(cand.to(tl.int32))
-    # the search keeps count(h >= lo) >= k > count(h >= hi) = c_hi; it brackets the finite words when fewer than
-    # k are +inf or NaN (the pinned newest block, NaN scores), else the words from +inf up
-    lo = tl.min(tl.where(cand, h, 0x7FFFFFFF)).to(tl.int64)
+def _probe(lo, hi, c_lo, c_hi, t, interp):
+    """The next word to count in the bracket ``[lo, hi)`` (``count(>= lo) = c_lo > c_hi = count(>= hi)``): where
+    the counts put rank ``t`` by linear interpolation (``interp``; exact on evenly spread words), else the midpoint.
+    Always strictly inside the bracket."""
+    span = hi - lo
+    est = lo + (span * (c_lo - t).to(tl.int64)) // tl.maximum(c_lo - c_hi, 1).to(tl.int64)
+    mid = tl.where(interp, est, (lo + hi) >> 1)
+    return tl.minimum(tl.maximum(mid, lo + 1), hi - 1)
+
+
+@triton.jit
+def _kth(h, n, k):
+    """``(A, T, need)`` of the words ``h`` (``NEG``: no word), ``n`` of them: the ``k`` largest are every word
+    ``>= A`` plus the first ``need`` (in ``h``'s order) equal to ``T``; all ``n`` when ``n <= k`` (``A = NEG + 1``).
+    Bisection, at most 32 steps."""
+    lo = tl.min(tl.where(h > NEG, h, 0x7FFFFFFF)).to(tl.int64)
     hi = tl.max(h).to(tl.int64) + 1
-    ntop = tl.sum((h >= INF_WORD).to(tl.int32))
     c_hi = tl.zeros([], tl.int32)
-    if ntop < k:
-        hi = tl.maximum(tl.max(tl.where(h < INF_WORD, h, NEG)).to(tl.int64) + 1, lo + 1)
-        c_hi = ntop
-    else:
-        lo = tl.maximum(lo, INF_WORD)
     exact = tl.zeros([], tl.int32)
-    go = (ncand > k) & (hi - lo > 1)
+    go = (n > k) & (hi - lo > 1)
     while go:
         mid = (lo + hi) >> 1
         c = tl.sum((h >= mid.to(tl.int32)).to(tl.int32))
@@ -64,21 +68,143 @@ def _search(src_ptr, row_off, L, k, W: tl.constexpr):
         c_hi = tl.where(big, c_hi, c)
         exact = (c == k).to(tl.int32)
         go = (hi - lo > 1) & (c != k)
-    # exactly k at or above lo: take them all; else T = lo is the k-th word, c_hi of the row lie above it
     A = tl.where(exact != 0, lo, hi)
     need = tl.where(exact != 0, 0, k - c_hi)
-    A = tl.where(ncand > k, A, NEG + 1)  # at most k candidates: every one of them
-    need = tl.where(ncand > k, need, 0)
-    return A, lo, need
+    A = tl.where(n > k, A, NEG + 1)
+    need = tl.where(n > k, need, 0)
+    return A, lo.to(tl.int32), need
+
+
+@triton.jit
+def _init_parts(h):
+    """Per word: (candidate + (at least +inf) << 16, candidate word or max, word below +inf or NEG, word)."""
+    cand = h > NEG
+    return (cand.to(tl.int32) + ((h >= INF_WORD).to(tl.int32) << 16), tl.where(cand, h, 0x7FFFFFFF),
+            tl.where(h < INF_WORD, h, NEG), h)
+
+
+@triton.jit
+def _cols(c0, L, CW: tl.constexpr):
+    """Columns ``[c0, c0 + CW)`` as a ``[32, CW // 32]`` tile: ``t[i, g] = c0 + 32 g + i`` (a group of 32 columns per
+    tile column).  Multiplied by a run-time one, so the compiler cannot see them as contiguous: the loads then keep
+    the layout the output stores need (lanes along a group: coalesced), and no tile changes layout on the way."""
+    one = (L >= 0).to(tl.int32)
+    return c0 + (tl.arange(0, 32)[:, None] + tl.arange(0, CW // 32)[None, :] * 32) * one
+
+
+@triton.jit
+def _words(src_ptr, row_off, c0, L, CW: tl.constexpr):
+    """Ordered words of columns ``[c0, c0 + CW)`` as a tile of :func:`_cols` (past ``L``: ``NEG``)."""
+    cols = _cols(c0, L, CW)
+    return tl_ordered_hi(tl.load(src_ptr + row_off + cols, mask=cols < L, other=float("-inf")))
+
+
+@triton.jit
+def _ge(h0, h1, h2, h3, t):
+    """How many words of the four chunks are ``>= t``."""
+    c = (h0 >= t).to(tl.int32) + (h1 >= t).to(tl.int32) + (h2 >= t).to(tl.int32) + (h3 >= t).to(tl.int32)
+    return tl.sum(c)
+
+
+@triton.jit
+def _emit_chunk(h, c0, L, orow, mrow, lo, hi1, c_hi, need, one, a_seen, m_seen, MC: tl.constexpr, CW: tl.constexpr):
+    """Stage 2 over one chunk: its words ``> hi1`` after the ``a_seen`` before it, its middle ``[lo, hi1]`` after
+    ``m_seen`` (to ``mrow``, or with ``one`` its first to ``orow`` after the ``c_hi``).  Returns both counts."""
+    up = h > hi1
+    md = (h >= lo) & (h <= hi1)  # lo > NEG: masked lanes never
+    v = up.to(tl.int32) + (md.to(tl.int32) << 16)  # both counts of a chunk fit 16 bits
+    tot = tl.sum(v, 0)
+    cs = tl.cumsum(v, 0) + (tl.cumsum(tot, 0) - tot)[None, :]  # column order: group by group
+    pu = a_seen + (cs & 0xFFFF) - 1
+    pm = m_seen + (cs >> 16) - 1
+    dst = tl.where(up, orow + pu, tl.where(one, orow + c_hi + pm, mrow + pm))
+    tl.store(dst, _cols(c0, L, CW), mask=up | (md & (pm < tl.where(one, need, MC))))
+    ts = tl.sum(tot)
+    return a_seen + (ts & 0xFFFF), m_seen + (ts >> 16)
+
+
+@triton.jit
+def _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC: tl.constexpr, W: tl.constexpr, CAP: tl.constexpr,
+                      IP: tl.constexpr):
+    """Stages 1 and 2 over a row of ``L <= W`` live columns, held as four ``W / 4``-column chunks (one pass over a
+    single ``W``-word tile would need more registers than a thread has): returns ``(c_lo, c_hi, one)``; the ``c_hi``
+    words ``>= hi`` are written to ``orow``, and the middle's columns to ``mrow`` (or, ``one``, its first ``k - c_hi``
+    to ``orow`` after them).  A row of at most ``k`` candidates has every one of them written (``c_hi = c_lo``)."""
+    CW: tl.constexpr = W // 4
+    h0 = _words(src_ptr, row_off, 0, L, CW)
+    h1 = _words(src_ptr, row_off, CW, L, CW)
+    h2 = _words(src_ptr, row_off, 2 * CW, L, CW)
+    h3 = _words(src_ptr, row_off, 3 * CW, L, CW)
+    # the counts and extremes the bracket starts from, in one reduction
+    a0, b0, f0, x0 = _init_parts(h0)
+    a1, b1, f1, x1 = _init_parts(h1)
+    a2, b2, f2, x2 = _init_parts(h2)
+    a3, b3, f3, x3 = _init_parts(h3)
+    aa = a0 + a1 + a2 + a3
+    bb = tl.minimum(tl.minimum(b0, b1), tl.minimum(b2, b3))
+    ff = tl.maximum(tl.maximum(f0, f1), tl.maximum(f2, f3))
+    xx = tl.maximum(tl.maximum(x0, x1), tl.maximum(x2, x3))
+    cc = tl.sum(aa)
+    mn = tl.min(bb)
+    mf = tl.max(ff)
+    mx = tl.max(xx)
+    ncand = cc & 0xFFFF
+    ntop = (cc >> 16) & 0xFFFF  # (a count of 32768 in the high half sets the sign bit: masked)
+    lo = mn.to(tl.int64)
+    c_lo = ncand
+    c_hi = tl.zeros([], tl.int32)
+    # +inf and NaN (the pinned newest block, NaN scores) are counted, not searched, when fewer than k
+    if ntop < k:
+        hi = tl.maximum(mf.to(tl.int64) + 1, lo + 1)
+        c_hi = ntop
+    else:
+        hi = mx.to(tl.int64) + 1
+        lo = tl.maximum(lo, INF_WORD)
+        c_lo = ntop
+    # bisection with exact counts until the middle is small: count(>= lo) = c_lo >= k > c_hi = count(>= hi)
+    # bisection with exact counts until the middle holds at most CAP words or only picks; with IP, steps
+    # interpolate (aiming a quarter of CAP past k on the wider side, so two good steps close the middle) while each
+    # at least halves the count between the bounds, else bisect: at most about twice the bisection's steps
+    go = (ncand > k) & (c_lo - c_hi > CAP) & (hi - lo > 1)
+    interp = tl.zeros([], tl.int32) + 1
+    while go:
+        t = tl.where(c_lo - k > k - c_hi, k + CAP // 4, k - CAP // 4)
+        mid = _probe(lo, hi, c_lo, c_hi, t, (interp != 0) & IP)
+        c = _ge(h0, h1, h2, h3, mid.to(tl.int32))
+        big = c >= k
+        w0 = c_lo - c_hi
+        lo = tl.where(big, mid, lo)
+        c_lo = tl.where(big, c, c_lo)
+        hi = tl.where(big, hi, mid)
+        c_hi = tl.where(big, c_hi, c)
+        interp = ((interp == 0) | (2 * (c_lo - c_hi) <= w0)).to(tl.int32)
+        go = (c_lo - c_hi > CAP) & (hi - lo > 1) & (c_lo != k)
+    few = ncand <= k  # every candidate is a pick: all of them "above"
+    lo = tl.where(few, NEG + 1, lo)
+    hi = tl.where(few, NEG + 1, hi)
+    c_hi = tl.where(few, ncand, c_hi)
+    c_lo = tl.where(few, ncand, c_lo)
+    one = (hi - lo == 1) | (c_lo == k)  # a middle of one value (ties, taken in column order) or of picks only
+    need = k - c_hi
+    lo32 = lo.to(tl.int32)
+    hi1 = (hi - 1).to(tl.int32)  # "h >= hi" as "h > hi - 1": hi may be 2**31
+    a = tl.zeros([], tl.int32)
+    m = tl.zeros([], tl.int32)
+    a, m = _emit_chunk(h0, 0, L, orow, mrow, lo32, hi1, c_hi, need, one, a, m, MC, CW)
+    a, m = _emit_chunk(h1, CW, L, orow, mrow, lo32, hi1, c_hi, need, one, a, m, MC, CW)
+    a, m = _emit_chunk(h2, 2 * CW, L, orow, mrow, lo32, hi1, c_hi, need, one, a, m, MC, CW)
+    a, m = _emit_chunk(h3, 3 * CW, L, orow, mrow, lo32, hi1, c_hi, need, one, a, m, MC, CW)
+    return c_lo, c_hi, one
 
 
 @triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "has_len", "has_start"])
-def _bisect_kernel(src_ptr, src_stride, len_ptr, start_ptr, out_ptr, flags_ptr, n, width, k, rr, has_len,
-                   has_start, BLOCKS: tl.constexpr, BS: tl.constexpr, FLAGS: tl.constexpr, ALIGNED: tl.constexpr,
-                   GDC: tl.constexpr, ET: tl.constexpr, KT: tl.constexpr):
-    """Grid ``(rows,)``: row ``r``'s ids to ``out[r, :k]`` (every slot), and with ``FLAGS`` its selected blocks'
-    flags set (already zeroed by the scores launch).  ``ALIGNED``: the source's row stride is a multiple of 16.
-    ``GDC``: launched as a programmatic dependent of the scores launch (the bounds are read before the wait)."""
+def _bisect_kernel(src_ptr, src_stride, len_ptr, start_ptr, out_ptr, mid_ptr, flags_ptr, n, width, k, rr, has_len,
+                      has_start, BLOCKS: tl.constexpr, BS: tl.constexpr, FLAGS: tl.constexpr,
+                      ALIGNED: tl.constexpr, GDC: tl.constexpr, MC: tl.constexpr, KT: tl.constexpr):
+    """Grid ``(rows,)``: row ``r``'s ids to ``out[r, :k]`` (every slot), ``mid[r, :MC]`` its scratch; with
+    ``FLAGS`` its selected blocks' flags set (already zeroed by an earlier launch).  ``ALIGNED``: the source's row
+    stride is a multiple of 16.  ``GDC``: launched as a programmatic dependent of the scores launch (the bounds are
+    read before the wait)."""
     row = tl.program_id(0)
     L, start, end = row_extent(row, len_ptr, start_ptr, n, width, rr, has_len, has_start, BLOCKS, BS)
     if GDC:
@@ -88,44 +214,36 @@ def _bisect_kernel(src_ptr, src_stride, len_ptr, start_ptr, out_ptr, flags_ptr, 
         row_off = row.to(tl.int64) * (src_stride // 16) * 16
     else:
         row_off = row.to(tl.int64) * src_stride
-    if L <= 2048:
-        A, T, need = _search(src_ptr, row_off, L, k, 2048)
-    elif L <= 8192:
-        A, T, need = _search(src_ptr, row_off, L, k, 8192)
-    else:
-        A, T, need = _search(src_ptr, row_off, L, k, 32768)
-    # every word >= A goes to slots [0, G) in column order, the ties' first `need` to [G, G + need).  Positions come
-    # from scans within groups of 32 columns plus one scan of the group totals: fewer trips through shared memory
-    # than one scan of the whole tile
     orow = out_ptr + row.to(tl.int64) * k
-    gi = tl.arange(0, ET // 32)[:, None] * 32 + tl.arange(0, 32)[None, :]
-    a_seen = tl.zeros([], tl.int32)
-    t_seen = tl.zeros([], tl.int32)
-    G = tl.zeros([], tl.int32)
-    if need > 0:
-        G = k - need
-    for t0 in range(0, L, ET):
-        cols = t0 + gi
-        h = tl_ordered_hi(tl.load(src_ptr + row_off + cols, mask=cols < L, other=float("-inf")))
-        ab = h >= A  # (A > NEG: masked lanes never match, nor T)
-        eq = (h == T) & (h < A)
-        v = ab.to(tl.int32) + (eq.to(tl.int32) << 16)  # both counts of a tile fit 16 bits
-        tot = tl.sum(v, 1)
-        cs = tl.cumsum(v, 1) + (tl.cumsum(tot, 0) - tot)[:, None]
-        pa = a_seen + (cs & 0xFFFF) - 1
-        rt = t_seen + (cs >> 16)
-        te = eq & (rt <= need)
-        tl.store(orow + pa, cols, mask=ab)
-        tl.store(orow + G + rt - 1, cols, mask=te)
-        if FLAGS:
-            set_flags(flags_ptr, row, cols, ab | te, start, width, n, BS)
-        ts = tl.sum(tot)
-        a_seen += ts & 0xFFFF
-        t_seen += ts >> 16
-    fill_tail(out_ptr, row.to(tl.int64) * k, a_seen + tl.minimum(t_seen, need), k, KT)
+    mrow = mid_ptr + row.to(tl.int64) * MC
+    if L <= 2048:
+        c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 2048, 0, False)
+    elif L <= 8192:
+        c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 8192, MC, False)
+    else:
+        c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 32768, MC, True)
+    need = k - c_hi
+    nm = c_lo - c_hi
+    if (not one) & (nm > 0) & (need > 0):
+        tl.debug_barrier()  # the middle's columns, written by every thread, are read by every thread
+        j = tl.arange(0, MC)
+        mc = tl.load(mrow + j, mask=j < nm, other=0)
+        w = tl_ordered_hi(tl.load(src_ptr + row_off + mc, mask=j < nm, other=float("-inf")))
+        A, T, nt = _kth(w, nm, need)
+        eq = (w == T) & (w < A)
+        sel = (w >= A) | (eq & (tl.cumsum(eq.to(tl.int32), 0) <= nt))
+        tl.store(orow + c_hi + tl.cumsum(sel.to(tl.int32), 0) - 1, mc, mask=sel)
+    fill_tail(out_ptr, row.to(tl.int64) * k, tl.minimum(c_lo, k), k, KT)
+    if FLAGS:
+        tl.debug_barrier()  # the ids were written by every thread
+        jk = tl.arange(0, KT)
+        for j0 in range(0, k, KT):
+            ids = tl.load(orow + j0 + jk, mask=j0 + jk < k, other=-1)
+            set_flags(flags_ptr, row, ids, ids >= 0, start, width, n, BS)
 
 
-def launch(src, len_t, start_t, out, flags, n, width, k, rr, *, blocks, bs, gdc=False, num_warps=8):
+def launch(src, len_t, start_t, out, flags, n, width, k, rr, *, blocks, bs, gdc=False, num_warps=16,
+           mid_cap=MID_CAP):
     """Select into ``out`` (int32 ``[rows, k]``, every slot written), one program per row; ``flags`` (uint8
     ``[rows, n + 1]``, zeroed) or None; ``gdc``: a programmatic dependent of the previous launch (sm_90+).  Inputs
     checked by the caller; ``n <= MAX_COLS``."""
@@ -135,11 +253,12 @@ def launch(src, len_t, start_t, out, flags, n, width, k, rr, *, blocks, bs, gdc=
     if n > MAX_COLS:
         raise ValueError(f"the bisect select takes rows of at most {MAX_COLS} columns, got {n}")
     dummy = out
+    mid = torch.empty((rows, mid_cap), dtype=torch.int32, device=out.device)
     gdc = bool(gdc) and GDC_OK
     extra = {"launch_pdl": True} if gdc else {}
     run(_bisect_kernel, (rows,), src, src.stride(0), len_t if len_t is not None else dummy,
-        start_t if start_t is not None else dummy, out, flags if flags is not None else out.view(torch.uint8),
+        start_t if start_t is not None else dummy, out, mid, flags if flags is not None else out.view(torch.uint8),
         n, width, k, rr, int(len_t is not None), int(start_t is not None), BLOCKS=bool(blocks), BS=int(bs),
-        FLAGS=flags is not None, ALIGNED=src.stride(0) % 16 == 0 or rows == 1, GDC=gdc, ET=EMIT_TILE, KT=KT,
+        FLAGS=flags is not None, ALIGNED=src.stride(0) % 16 == 0 or rows == 1, GDC=gdc, MC=mid_cap, KT=KT,
         num_warps=num_warps, **extra)
     return out
