@@ -198,10 +198,11 @@ print(proofs.format_table(viz.speedup_rows(viz.select_rows(sweep[0], context=262
 # **Many rows: the bisect select.** From about SM/2 rows the radix select ran one program per row, each streaming
 # its row once per digit with a 256-bin `tl.histogram` (about ten instructions a word per bit resolved), and it was
 # slower than `torch.topk` at 256K from 128 rows. The bisect select (`dsa_lab.kernels.bisect`) keeps the row in
-# registers and finds the k-th ordered word by bisection on its value: each step is one compare and one count over
-# the registers, no memory traffic, at most 32 steps; one pass then writes the columns above it and the first tied
-# columns. One process on the H200, every arm's ids checked against `torch.topk` first: `triton` is the dispatch
-# (bisect from SM/2 rows), `radix` the radix select it replaced there.
+# registers and brackets the k-th ordered word by steps on its value, each one compare and one count over the
+# registers with exact counts, until the bracket's middle holds at most 2048 words. One pass over the registers then
+# writes every word above the middle to its slot and the middle's columns to a scratch, and the k-th word is found
+# among those few. One process on the H200, every arm's ids checked against `torch.topk` first: `triton` is the
+# dispatch (bisect from SM/2 rows), `radix` the radix select it replaced there.
 
 # %%
 ab = viz.load_records("k_large/select_ab_final")
@@ -210,10 +211,25 @@ if ab[0]:
     print(proofs.format_table(viz.variant_rows(ab[0], ["torch", "torch_live", "radix", "triton"], dist="normal")))
 
 # %% [markdown]
+# The bracket replaced a plain bisection for the k-th word (steps until the word itself, then a second pass that
+# re-read the row from L2 in tiles to write it out). Both versions in one process, same inputs, ids checked first
+# (`previous` is the package at the commit before, `ratio` the current time over the previous one):
+
+# %%
+prev = [viz.load_records(f"k_large/select_ab_old_k{kk}") for kk in (2048, 512)]
+print(viz.record_status(prev[0]))
+print(proofs.format_table([{"k": r["k"], "rows": r["rows"], "context": r["context"],
+                            "previous_us": o["median_us"], "current_us": r["median_us"], "ratio": r["ratio_vs_old"]}
+                           for rec in prev if rec[0]
+                           for o, r in zip([x for x in rec[0] if x["arm"] == "old"],
+                                           [x for x in rec[0] if x["arm"] == "new"])]))
+
+# %% [markdown]
 # **What it means.** Large k is a different algorithm, picked from shapes alone. It is not a bigger sort. Below SM/2
 # rows the split radix select keeps every SM busy; from SM/2 rows one register-resident row per SM is faster. What
-# is left is ALU: about 20 bisection steps over 32768 words, one program per SM (the tile takes the register file),
-# so 640 rows of 256K run in five waves; `notes/select_kernel.md` gives the measured breakdown.
+# is left is one SM's work per row: at 256K about 30 µs (load, bracket steps, the pass, the middle's search), one
+# program per SM (the tile takes the register file), so 640 rows run in five waves; `notes/select_kernel.md` gives
+# the measured phases.
 # %%
 tune16 = viz.load_records(dev("K"))
 print(viz.record_label(tune16[1], tune16[2]) if tune16[0] else "NO RECORD")
@@ -337,8 +353,8 @@ viz.roofline_figure(*sweep)
 
 # %% [markdown]
 # The same at k = 2048. The byte model counts one read of the live scores (and the logits for `full`); the radix
-# select reads its row once per digit and the bisect select once into registers plus once more to write, so the
-# distance to the floor is, in part, passes:
+# select reads its row once per digit and the bisect select once into registers (its middle, at most 2048 columns,
+# once more from L2), so the distance to the floor is, in part, passes:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
