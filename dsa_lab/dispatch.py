@@ -233,7 +233,8 @@ def _select(src, len_t, start_t, out, flags, n, width, k, rr, facts, *, blocks, 
     sm = int(facts["sm_count"])
     algo = over.get("algo") or select_algo(rows, n, k, sm)
     if algo == "bisect":
-        _bisect.launch(src, len_t, start_t, out, flags, n, width, k, rr, blocks=blocks, bs=bs, gdc=gdc)
+        _bisect.launch(src, len_t, start_t, out, flags, n, width, k, rr, blocks=blocks, bs=bs, gdc=gdc,
+                       warp_size=facts.get("warp_size", 32))
         return True
     pl = _hier_plan(k, facts, over, bs=bs, rows=rows) if algo == "hier" else None
     if algo == "radix" or not hier_fits(pl, n):

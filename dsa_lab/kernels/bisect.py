@@ -34,6 +34,7 @@ from .common import tl_cuda as _tl_cuda
 
 MAX_COLS = 32768  # the widest register tile: rows of more live columns take the radix select
 MID_CAP = 2048
+THREADS = 512  # a program: 16 warps of 32 (CUDA), 8 waves of 64 (ROCm, where 16 waves leave 128 VGPRs a lane)
 KT = 1024
 INF_WORD = tl.constexpr(0x7F800000)  # the ordered word of +inf (NaN's is 0x7FFFFFFF)
 
@@ -242,14 +243,17 @@ def _bisect_kernel(src_ptr, src_stride, len_ptr, start_ptr, out_ptr, mid_ptr, fl
             set_flags(flags_ptr, row, ids, ids >= 0, start, width, n, BS)
 
 
-def launch(src, len_t, start_t, out, flags, n, width, k, rr, *, blocks, bs, gdc=False, num_warps=16,
+def launch(src, len_t, start_t, out, flags, n, width, k, rr, *, blocks, bs, gdc=False, warp_size=32, num_warps=None,
            mid_cap=MID_CAP):
     """Select into ``out`` (int32 ``[rows, k]``, every slot written), one program per row; ``flags`` (uint8
-    ``[rows, n + 1]``, zeroed) or None; ``gdc``: a programmatic dependent of the previous launch (sm_90+).  Inputs
-    checked by the caller; ``n <= MAX_COLS``."""
+    ``[rows, n + 1]``, zeroed) or None; ``gdc``: a programmatic dependent of the previous launch (sm_90+);
+    ``warp_size``: the device's (a program is :data:`THREADS` threads unless ``num_warps`` is given); ``mid_cap``:
+    the middle's capacity (a test hook: small values reach the middle at interpreter sizes).  Inputs checked by the
+    caller; ``n <= MAX_COLS``."""
     rows = out.shape[0]
     if rows == 0:
         return out
+    num_warps = num_warps or THREADS // int(warp_size)
     if n > MAX_COLS:
         raise ValueError(f"the bisect select takes rows of at most {MAX_COLS} columns, got {n}")
     dummy = out
