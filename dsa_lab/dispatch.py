@@ -9,12 +9,13 @@ measurement behind each rule).
 ==========================  ==============================================  ============================================
 decision                    rule                                            why (measured on the H200)
 ==========================  ==============================================  ============================================
-select algorithm            bisect for k > 256 from SM/2 rows of at most    radix -> bisect, k = 2048, 640 rows: 256K 527
-                            32768 columns; else radix when                  -> 248 µs, 64K 129 -> 84; 128 x 256K 125 -> 53;
-                            ``next_pow2(k) >= 1024``, or >= 512 with        radix kept under SM/2 rows: 1 x 256K 21 vs 56
-                            several radix programs per row; else hier       µs (bisect: one SM per row)
-bisect select               one program per row, the row in registers       8 warps: 640 x 256K 290 µs (16: 335, 32: 428),
-                            (2048 / 8192 / 32768-word tile by live length)  first version
+select algorithm            bisect for k > 256 from SM/2 rows of at most    radix -> bisect, k = 2048, 640 rows: 256K 524
+                            32768 columns; else radix when                  -> 165 µs, 64K 129 -> 79; 128 x 256K 129 -> 34;
+                            ``next_pow2(k) >= 1024``, or >= 512 with        radix kept under SM/2 rows: 1 x 256K 21 µs; a
+                            several radix programs per row; else hier       bisect row costs its SM ~35 µs
+bisect select               one program per row, the row in registers       bracketed k-th word: 640 x 256K 245 -> 165 µs,
+                            (2048 / 8192 / 32768-word tile by live length), 640 x 16K 37 -> 15; 16 warps over 8 at 256K
+                            512 threads (16 warps; 8 waves of 64 on ROCm)   (181 vs 218 µs); 16 waves spilled on gfx950
 radix form                  parallel (P programs per row, 5 launches) when  1 x 256K k = 2048: 24 vs 170 µs; one
                             :func:`split_programs` > 1, else one per row    program per row won from 160 rows
 radix short rows            <= 4096 live columns: one program, one launch   16K rows: 6 vs 15 µs
