@@ -36,22 +36,16 @@ def _matmul(a_desc, b_desc, o_ptr, n_tiles, BM: tl.constexpr, BN: tl.constexpr, 
 
 
 @triton.jit
-def _epilogue_tma(a_desc, b_ptr, o_ptr, n_tiles, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+def _epilogue(a_src, b_ptr, o_ptr, n_tiles, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, TMA: tl.constexpr):
     m = tl.arange(0, BM)
     kk = tl.arange(0, BK)
     b = tl.load(b_ptr + kk[:, None] * BN + tl.arange(0, BN)[None, :])
     for t in tl.range(0, n_tiles, num_stages=3, warp_specialize=True):
-        s = tl.dot(a_desc.load([t * BM, 0]), b)
-        tl.store(o_ptr + t * BM + m, tl.sum(tl.maximum(s, 0.0), 1))
-
-
-@triton.jit
-def _epilogue_ptr(a_ptr, b_ptr, o_ptr, n_tiles, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    m = tl.arange(0, BM)
-    kk = tl.arange(0, BK)
-    b = tl.load(b_ptr + kk[:, None] * BN + tl.arange(0, BN)[None, :])
-    for t in tl.range(0, n_tiles, num_stages=3, warp_specialize=True):
-        s = tl.dot(tl.load(a_ptr + (t * BM + m)[:, None] * BK + kk[None, :]), b)
+        if TMA:
+            a = a_src.load([t * BM, 0])
+        else:
+            a = tl.load(a_src + (t * BM + m)[:, None] * BK + kk[None, :])
+        s = tl.dot(a, b)
         tl.store(o_ptr + t * BM + m, tl.sum(tl.maximum(s, 0.0), 1))
 
 
@@ -76,13 +70,11 @@ def main():
             ASTSource(_matmul, mm_sig, constexprs={"BM": 128, "BN": 128, "BK": 64}), target=TARGET,
             options={"num_warps": nw}))
     tail = {"b_ptr": "*fp8e4nv", "o_ptr": "*fp32", "n_tiles": "i32", "BM": "constexpr", "BN": "constexpr",
-            "BK": "constexpr"}
-    report("dot + in-loop epilogue, TMA loads", lambda: triton.compile(
-        ASTSource(_epilogue_tma, {"a_desc": "tensordesc<fp8e4nv[128, 128]>", **tail}, constexprs=cx), target=TARGET,
-        options={"num_warps": 4}))
-    report("dot + in-loop epilogue, pointer loads", lambda: triton.compile(
-        ASTSource(_epilogue_ptr, {"a_ptr": "*fp8e4nv", **tail}, constexprs=cx), target=TARGET,
-        options={"num_warps": 4}))
+            "BK": "constexpr", "TMA": "constexpr"}
+    for tma, a_sig in ((True, "tensordesc<fp8e4nv[128, 128]>"), (False, "*fp8e4nv")):
+        report(f"dot + in-loop epilogue, {'TMA' if tma else 'pointer'} loads", lambda: triton.compile(
+            ASTSource(_epilogue, {"a_src": a_sig, **tail}, constexprs=dict(cx, TMA=tma)), target=TARGET,
+            options={"num_warps": 4}))
 
     from dsa_lab import compile_check, warmup
     from dsa_lab.kernels import producer
