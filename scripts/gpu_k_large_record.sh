@@ -6,6 +6,7 @@
 #   bash scripts/gpu_k_large_record.sh COMMIT record  (about 330 s) the k > 256 fuzz and matrix; the sweep's triton arm
 #       at the k = 512 / 2048 points from SM/2 rows (data/h200/rerecord_bisect/, merged by scripts/merge_sweep_runs.py)
 set -u
+case "${2:-}" in ab|record) ;; *) echo "usage: $0 COMMIT ab|record" >&2; exit 2 ;; esac
 export DSA_LAB_COMMIT="$1" DSA_LAB_DIRTY=0 PYTHONPATH="$PWD" PYTHONUNBUFFERED=1
 D=data/h200/k_large
 mkdir -p $D/logs

@@ -136,7 +136,7 @@ def _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC: tl.constexpr, W: t
     h1 = _words(src_ptr, row_off, CW, L, CW)
     h2 = _words(src_ptr, row_off, 2 * CW, L, CW)
     h3 = _words(src_ptr, row_off, 3 * CW, L, CW)
-    # the counts and extremes the bracket starts from, in one reduction
+    # the counts (two packed in one word) and extremes the bracket starts from
     a0, b0, f0, x0 = _init_parts(h0)
     a1, b1, f1, x1 = _init_parts(h1)
     a2, b2, f2, x2 = _init_parts(h2)
@@ -162,8 +162,8 @@ def _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC: tl.constexpr, W: t
         hi = mx.to(tl.int64) + 1
         lo = tl.maximum(lo, INF_WORD)
         c_lo = ntop
-    # bisection with exact counts until the middle is small: count(>= lo) = c_lo >= k > c_hi = count(>= hi)
-    # bisection with exact counts until the middle holds at most CAP words or only picks; with IP, steps
+    # bisection with exact counts, count(>= lo) = c_lo >= k > c_hi = count(>= hi), until the middle holds at most
+    # CAP words or only picks; with IP, steps
     # interpolate (aiming a quarter of CAP past k on the wider side, so two good steps close the middle) while each
     # at least halves the count between the bounds, else bisect: at most about twice the bisection's steps
     go = (ncand > k) & (c_lo - c_hi > CAP) & (hi - lo > 1)
@@ -200,8 +200,8 @@ def _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC: tl.constexpr, W: t
 
 @triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "has_len", "has_start"])
 def _bisect_kernel(src_ptr, src_stride, len_ptr, start_ptr, out_ptr, mid_ptr, flags_ptr, n, width, k, rr, has_len,
-                      has_start, BLOCKS: tl.constexpr, BS: tl.constexpr, FLAGS: tl.constexpr,
-                      ALIGNED: tl.constexpr, GDC: tl.constexpr, MC: tl.constexpr, KT: tl.constexpr):
+                   has_start, BLOCKS: tl.constexpr, BS: tl.constexpr, FLAGS: tl.constexpr, ALIGNED: tl.constexpr,
+                   GDC: tl.constexpr, MC: tl.constexpr, KT: tl.constexpr):
     """Grid ``(rows,)``: row ``r``'s ids to ``out[r, :k]`` (every slot), ``mid[r, :MC]`` its scratch; with
     ``FLAGS`` its selected blocks' flags set (already zeroed by an earlier launch).  ``ALIGNED``: the source's row
     stride is a multiple of 16.  ``GDC``: launched as a programmatic dependent of the scores launch (the bounds are
