@@ -70,7 +70,8 @@ KP_MIN = 64  # the smallest hier bucket
 RADIX_MIN_KP = 1024
 RADIX_PAR_MIN_KP = 512
 RADIX_SHORT = 4096
-BISECT_MIN_ROWS_PER_SM = 0.5  # the bisect select from this many rows per SM (rows of at most 32768 columns)
+BISECT_MIN_ROWS_PER_SM = 1 / 6  # the bisect select from this many rows per SM (rows of at most 32768 columns) ...
+BISECT_ANY_ROWS = (2048, 8192)  # ... and from one row for rows of this many columns
 DECODE_BLOCKS = 32768  # the padded decode workspace in blocks (262144 / 8): stage B's tile is sized for it
 SCORES_MULT = 32  # scores launch: about 32 x SM programs in all
 
@@ -88,7 +89,8 @@ def split_programs(rows: int, n: int, sm_count: int, tile: int = 1024) -> int:
 def select_algo(rows: int, n: int, k: int, sm_count: int) -> str:
     """``"bisect"``, ``"radix"`` or ``"hier"`` for a select of ``k`` from ``n`` columns over ``rows`` rows."""
     kp = np2(max(k, 2))
-    if kp >= RADIX_PAR_MIN_KP and n <= _bisect.MAX_COLS and rows >= BISECT_MIN_ROWS_PER_SM * sm_count:
+    few_cols = BISECT_ANY_ROWS[0] <= n <= BISECT_ANY_ROWS[1]
+    if kp >= RADIX_PAR_MIN_KP and n <= _bisect.MAX_COLS and (few_cols or rows >= BISECT_MIN_ROWS_PER_SM * sm_count):
         return "bisect"
     if kp >= RADIX_MIN_KP or (kp >= RADIX_PAR_MIN_KP and split_programs(rows, n, sm_count) > 1):
         return "radix"
@@ -241,7 +243,7 @@ def _select(src, len_t, start_t, out, flags, n, width, k, rr, facts, *, blocks, 
     if algo == "radix" or not hier_fits(pl, n):
         P = over.get("programs") or split_programs(rows, n, sm)
         _radix.launch(src, len_t, start_t, out, n, width, k, rr, P=P, short=over.get("short", RADIX_SHORT if P > 1 else 0),
-                      blocks=blocks, bs=bs)
+                      blocks=blocks, bs=bs, gdc=bool(facts.get("pdl")))
         return False
     pl = _with_rows(pl, n, rows, facts, fused=False, programs=over.get("programs"))
     _hier.launch(_aligned(src), len_t, start_t, out, _workspace(rows * pl["wrow"], src.device), _counters(src.device, rows),

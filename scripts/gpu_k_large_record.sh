@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The bisect select's records at commit $1, in two device calls, packed into $OUT/records.tgz:
-#   bash scripts/gpu_k_large_record.sh COMMIT ab      (about 250 s) gpu tests; the select A/B (data/h200/k_large/
-#       select_ab_final.csv); the value distributions (select_ab_dists.csv); the A/B against the package at OLD
-#       (select_ab_old_k*.csv; the package unpacked as .ab/ab_bis/dsa_lab_old, `carry: [".ab"]`)
-#   bash scripts/gpu_k_large_record.sh COMMIT record  (about 330 s) the k > 256 fuzz and matrix; the sweep's triton arm
-#       at the k = 512 / 2048 points from SM/2 rows (data/h200/rerecord_bisect/, merged by scripts/merge_sweep_runs.py)
+#   bash scripts/gpu_k_large_record.sh COMMIT ab      (about 450 s) gpu tests; the select A/B (data/h200/k_large/
+#       select_ab_final.csv); the value distributions (select_ab_dists.csv); the A/B against an older package
+#       (select_ab_${OLD_TAG:-old}_k*.csv; the package unpacked as ${OLD_DIR:-.ab/ab_bis}/dsa_lab_old, `carry: [".ab"]`);
+#       then the warmup and cold-start records (scripts/gpu_record.sh warmup coldstart)
+#   bash scripts/gpu_k_large_record.sh COMMIT record  (about 450 s) the k > 256 fuzz and matrix; the sweep's triton arm
+#       at the k = 512 / 2048 points of every row count (data/h200/rerecord_bisect/, merged by
+#       scripts/merge_sweep_runs.py)
 set -u
 case "${2:-}" in ab|record) ;; *) echo "usage: $0 COMMIT ab|record" >&2; exit 2 ;; esac
 export DSA_LAB_COMMIT="$1" DSA_LAB_DIRTY=0 PYTHONPATH="$PWD" PYTHONUNBUFFERED=1
@@ -23,9 +25,11 @@ if [ "$2" = ab ]; then
     --rows 128x1,32x5,128x5 --dists normal,shifted,equal,nan1pct,ramp --arms torch,triton --max-seconds 50 >> $L 2>&1
   echo "=== old $(date -u +%T)" >> $L
   for k in 2048 512; do
-    timeout 60 python3 scripts/gpu_ab_old.py --old .ab/ab_bis --out $D/select_ab_old_k$k.csv --stage select --k $k \
-      --rows 128,160,640 --contexts 16384,65536,262144 --max-seconds 50 >> $L 2>&1
+    timeout 60 python3 scripts/gpu_ab_old.py --old "${OLD_DIR:-.ab/ab_bis}" --out $D/select_ab_${OLD_TAG:-old}_k$k.csv \
+      --stage select --k $k --rows 1,5,32,128,160,640 --contexts 16384,65536,262144 --max-seconds 50 >> $L 2>&1
   done
+  echo "=== warmup, coldstart $(date -u +%T)" >> $L
+  BUDGET_S=230 OUT=$OUT/rec bash scripts/gpu_record.sh "$1" warmup coldstart >> $L 2>&1
 else
   echo "=== correctness $(date -u +%T)" >> $L
   for i in 0 1 2 3 4; do
@@ -40,11 +44,10 @@ else
   python3 -m dsa_lab.bench.verify merge $D/fuzz_large_k.json $D/fuzz_shard*.json >> $L 2>&1 && rm -f $D/fuzz_shard*
   tail -n 3 $D/logs/fuzz*.txt $D/logs/matrix.txt >> $L
   echo "=== sweep $(date -u +%T)" >> $L
-  timeout 100 python3 -m dsa_lab.cli sweep --suite select,full --arms triton --k 512,2048 --concurrency 128 --next-n 1,5 \
-    --dists normal --out data/h200/rerecord_bisect --no-progress >> $L 2>&1
-  timeout 60 python3 -m dsa_lab.cli sweep --suite select,full --arms triton --k 512,2048 --concurrency 32 --next-n 5 \
-    --dists normal --out data/h200/rerecord_bisect --no-progress >> $L 2>&1
+  timeout 230 python3 -m dsa_lab.cli sweep --suite select,full --arms triton --k 512,2048 --concurrency 1,32,128 \
+    --next-n 1,5 --dists normal --out data/h200/rerecord_bisect --no-progress >> $L 2>&1
 fi
 echo "=== done $2 $(date -u +%T) $(( $(date +%s) - T0 )) s" >> $L
-cp $L $D/logs/run_$2.log; tar czf $OUT/records.tgz $D data/h200/rerecord_bisect 2>/dev/null
+cp $L $D/logs/run_$2.log; tar czf $OUT/records.tgz $D data/h200/rerecord_bisect data/h200/warmup.* data/h200/coldstart.* \
+  build/gpu_logs 2>/dev/null
 tail -n 80 $L

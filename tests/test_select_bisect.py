@@ -121,10 +121,13 @@ def test_bisect_candidate_blocks(dist, fresh_seed):
 
 
 def test_bisect_rule_and_width_limit():
-    """The dispatch takes the bisect select for k > 256 on rows of at most 32768 columns from SM/2 rows; wider rows
-    keep the radix select, and forcing the bisect select on them is refused by name."""
-    assert dispatch.select_algo(66, 32768, 2048, 132) == "bisect" == dispatch.select_algo(640, 32768, 257, 132)
-    assert dispatch.select_algo(65, 32768, 2048, 132) == "radix" and dispatch.select_algo(640, 32769, 2048, 132) == "radix"
+    """The dispatch takes the bisect select for k > 256 on rows of at most 32768 columns from SM/6 rows, and from one
+    row on rows of 2048-8192 columns; wider rows keep the radix select, and forcing the bisect select on them is
+    refused by name."""
+    assert dispatch.select_algo(22, 32768, 2048, 132) == "bisect" == dispatch.select_algo(640, 32768, 257, 132)
+    assert dispatch.select_algo(21, 32768, 2048, 132) == "radix" and dispatch.select_algo(640, 32769, 2048, 132) == "radix"
+    assert dispatch.select_algo(1, 8192, 2048, 132) == "bisect" == dispatch.select_algo(1, 2048, 512, 132)
+    assert dispatch.select_algo(1, 2047, 512, 132) == "radix" == dispatch.select_algo(1, 8193, 512, 132)
     assert dispatch.select_algo(640, 32768, 256, 132) == "hier"
     x = torch.zeros((1, bk.MAX_COLS + 1))
     with pytest.raises(ValueError, match="at most 32768 columns"):

@@ -124,7 +124,7 @@ def test_radix_ties_take_the_smaller_columns(form):
 
 def test_dispatch_takes_radix_for_large_k(fresh_seed):
     """``impl="triton"`` takes the radix select from k = 513 on, and for k = 257-512 when the call gives several radix
-    programs per row (fewer rows than SMs: 4 under the interpreter); the parallel form only then.  From SM/2 rows of
+    programs per row (fewer rows than SMs: 4 under the interpreter); the parallel form only then.  From SM/6 rows of
     at most 32768 columns the bisect select takes k > 256 instead (``tests/test_select_bisect.py``)."""
     assert dispatch.select_algo(1, 32768, 2048, 132) == "radix" and dispatch.select_algo(640, 65536, 2048, 132) == "radix"
     assert dispatch.select_algo(1, 32768, 512, 132) == "radix" and dispatch.select_algo(640, 65536, 512, 132) == "hier"

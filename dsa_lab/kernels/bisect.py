@@ -9,17 +9,20 @@ NaN on top), in a tile chosen on the device by the live length (2048, 8192 or 32
    ``[lo, hi)`` holds at most ``MC`` words, long before the k-th word is isolated; on the widest, steps interpolate
    between the counts while that keeps halving the middle.  On the 2048-word tile a step costs no more than one over
    a middle, so the bracket goes on to the k-th word itself.
-2. **One pass over the registers.**  Positions from scans in column order: the ``c_hi`` words above the middle go
-   straight to their output slots (every one of them is a pick), the middle's columns to a per-row scratch of ``MC``
-   slots.  A middle of one value (ties: its first ``k - c_hi`` columns) or of picks only goes straight to the output.
+2. **One pass over the registers.**  Positions thread by thread (each thread counts its own words, one scan of one
+   value a thread, then its words in order): the ``c_hi`` words above the middle go straight to their output slots
+   (every one of them is a pick), the middle's columns to a per-row scratch of ``MC`` slots.  A middle of one value
+   (ties: its first ``k - c_hi`` columns, the column bound found by bisecting on the column) or of picks only goes
+   straight to the output.
 3. **The middle.**  Its words (gathered again by column, from L2) are few, so bisecting for its ``(k - c_hi)``-th
-   word costs a small tile per step; its picks (ties to the smaller column) follow the ``c_hi`` already written.
+   word costs a small tile per step; its picks follow the ``c_hi`` already written (ties straddling the k-th: the
+   smaller columns, bisecting on the column again: the scratch is not in column order).
 
 Every count is exact: the values change the number of steps (at most 32 per stage, about twice that where
 interpolating steps fail), never the result.  With ``FLAGS`` the selected blocks' flags are set from the written ids
-at the end.  The tiles are ``[32, n / 32]`` (a group of 32 columns per tile column) whose columns the compiler cannot
-prove contiguous: the loads then take the layout the scattered output stores need, and no tile is converted between
-layouts on the way (:func:`_cols`).
+at the end.  The tiles are ``[warp size, warps, n / threads]`` (a warp's lanes on consecutive columns, a thread's
+words along the last axis) whose columns the compiler cannot prove contiguous: the loads then take the layout the
+scattered output stores need, and no tile is converted between layouts on the way (:func:`_cols`).
 """
 from __future__ import annotations
 
@@ -85,18 +88,21 @@ def _init_parts(h):
 
 
 @triton.jit
-def _cols(c0, L, CW: tl.constexpr):
-    """Columns ``[c0, c0 + CW)`` as a ``[32, CW // 32]`` tile: ``t[i, g] = c0 + 32 g + i`` (a group of 32 columns per
-    tile column).  Multiplied by a run-time one, so the compiler cannot see them as contiguous: the loads then keep
-    the layout the output stores need (lanes along a group: coalesced), and no tile changes layout on the way."""
+def _cols(c0, L, CW: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr):
+    """Columns ``[c0, c0 + CW)`` as a ``[WS, NW, CW / (WS * NW)]`` tile: ``t[i, w, j] = c0 + i + WS (w + NW j)``,
+    lane ``i`` of warp ``w`` holding the third axis (a warp's lanes along consecutive columns: coalesced).  Multiplied
+    by a run-time one, so the compiler cannot see them as contiguous: the loads then keep the layout the output stores
+    need, and no tile changes layout on the way."""
     one = (L >= 0).to(tl.int32)
-    return c0 + (tl.arange(0, 32)[:, None] + tl.arange(0, CW // 32)[None, :] * 32) * one
+    R: tl.constexpr = CW // (WS * NW)
+    t = tl.arange(0, WS)[:, None, None] + (tl.arange(0, NW)[None, :, None] + tl.arange(0, R)[None, None, :] * NW) * WS
+    return c0 + t * one
 
 
 @triton.jit
-def _words(src_ptr, row_off, c0, L, CW: tl.constexpr):
+def _words(src_ptr, row_off, c0, L, CW: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr):
     """Ordered words of columns ``[c0, c0 + CW)`` as a tile of :func:`_cols` (past ``L``: ``NEG``)."""
-    cols = _cols(c0, L, CW)
+    cols = _cols(c0, L, CW, WS, NW)
     return tl_ordered_hi(tl.load(src_ptr + row_off + cols, mask=cols < L, other=float("-inf")))
 
 
@@ -108,34 +114,47 @@ def _ge(h0, h1, h2, h3, t):
 
 
 @triton.jit
-def _emit_chunk(h, c0, L, orow, mrow, lo, hi1, c_hi, need, one, a_seen, m_seen, MC: tl.constexpr, CW: tl.constexpr):
-    """Stage 2 over one chunk: its words ``> hi1`` after the ``a_seen`` before it, its middle ``[lo, hi1]`` after
-    ``m_seen`` (to ``mrow``, or with ``one`` its first to ``orow`` after the ``c_hi``).  Returns both counts."""
+def _emit_chunk(h, c0, L, orow, mrow, lo, hi1, c_hi, one, cut, a_seen, m_seen, MC: tl.constexpr, CW: tl.constexpr,
+                WS: tl.constexpr, NW: tl.constexpr):
+    """Stage 2 over one chunk: its words ``> hi1`` after the ``a_seen`` before it, its middle ``[lo, hi1]`` (columns
+    below ``cut``) after ``m_seen`` (to ``mrow``, or with ``one`` to ``orow`` after the ``c_hi``).  Positions go
+    thread by thread (a thread's words in order after the counts of the threads before it: one scan of one value a
+    thread), not in column order.  Returns both counts."""
+    cols = _cols(c0, L, CW, WS, NW)
     up = h > hi1
-    md = (h >= lo) & (h <= hi1)  # lo > NEG: masked lanes never
+    md = (h >= lo) & (h <= hi1) & (cols < cut)  # lo > NEG: masked lanes never
     v = up.to(tl.int32) + (md.to(tl.int32) << 16)  # both counts of a chunk fit 16 bits
-    tot = tl.sum(v, 0)
-    cs = tl.cumsum(v, 0) + (tl.cumsum(tot, 0) - tot)[None, :]  # column order: group by group
-    pu = a_seen + (cs & 0xFFFF) - 1
-    pm = m_seen + (cs >> 16) - 1
-    dst = tl.where(up, orow + pu, tl.where(one, orow + c_hi + pm, mrow + pm))
-    tl.store(dst, _cols(c0, L, CW), mask=up | (md & (pm < tl.where(one, need, MC))))
-    ts = tl.sum(tot)
+    tt = tl.sum(v, 2, keep_dims=True)  # a thread's own words (3-d tiles all along: scans without conversions)
+    wt = tl.sum(tt, 0, keep_dims=True)
+    cs = tl.cumsum(v, 2) - v + (tl.cumsum(tt, 0) - tt) + (tl.cumsum(wt, 1) - wt)
+    pm = m_seen + (cs >> 16)
+    tl.store(orow + a_seen + (cs & 0xFFFF), cols, mask=up)
+    tl.store(tl.where(one, orow + c_hi, mrow) + pm, cols, mask=md & (pm < tl.where(one, 1 << 30, MC)))
+    ts = tl.sum(wt)
     return a_seen + (ts & 0xFFFF), m_seen + (ts >> 16)
 
 
 @triton.jit
+def _eq_before(h0, h1, h2, h3, T, c, L, CW: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr):
+    """How many words of the four chunks equal ``T`` in columns below ``c``."""
+    n = tl.sum(((h0 == T) & (_cols(0, L, CW, WS, NW) < c)).to(tl.int32))
+    n += tl.sum(((h1 == T) & (_cols(CW, L, CW, WS, NW) < c)).to(tl.int32))
+    n += tl.sum(((h2 == T) & (_cols(2 * CW, L, CW, WS, NW) < c)).to(tl.int32))
+    return n + tl.sum(((h3 == T) & (_cols(3 * CW, L, CW, WS, NW) < c)).to(tl.int32))
+
+
+@triton.jit
 def _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC: tl.constexpr, W: tl.constexpr, CAP: tl.constexpr,
-                      IP: tl.constexpr):
+                      IP: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr):
     """Stages 1 and 2 over a row of ``L <= W`` live columns, held as four ``W / 4``-column chunks (one pass over a
     single ``W``-word tile would need more registers than a thread has): returns ``(c_lo, c_hi, one)``; the ``c_hi``
     words ``>= hi`` are written to ``orow``, and the middle's columns to ``mrow`` (or, ``one``, its first ``k - c_hi``
     to ``orow`` after them).  A row of at most ``k`` candidates has every one of them written (``c_hi = c_lo``)."""
     CW: tl.constexpr = W // 4
-    h0 = _words(src_ptr, row_off, 0, L, CW)
-    h1 = _words(src_ptr, row_off, CW, L, CW)
-    h2 = _words(src_ptr, row_off, 2 * CW, L, CW)
-    h3 = _words(src_ptr, row_off, 3 * CW, L, CW)
+    h0 = _words(src_ptr, row_off, 0, L, CW, WS, NW)
+    h1 = _words(src_ptr, row_off, CW, L, CW, WS, NW)
+    h2 = _words(src_ptr, row_off, 2 * CW, L, CW, WS, NW)
+    h3 = _words(src_ptr, row_off, 3 * CW, L, CW, WS, NW)
     # the counts (two packed in one word) and extremes the bracket starts from
     a0, b0, f0, x0 = _init_parts(h0)
     a1, b1, f1, x1 = _init_parts(h1)
@@ -185,23 +204,34 @@ def _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC: tl.constexpr, W: t
     hi = tl.where(few, NEG + 1, hi)
     c_hi = tl.where(few, ncand, c_hi)
     c_lo = tl.where(few, ncand, c_lo)
-    one = (hi - lo == 1) | (c_lo == k)  # a middle of one value (ties, taken in column order) or of picks only
+    one = (hi - lo == 1) | (c_lo == k)  # a middle of one value (ties: the smaller columns) or of picks only
     need = k - c_hi
     lo32 = lo.to(tl.int32)
     hi1 = (hi - 1).to(tl.int32)  # "h >= hi" as "h > hi - 1": hi may be 2**31
     a = tl.zeros([], tl.int32)
     m = tl.zeros([], tl.int32)
-    a, m = _emit_chunk(h0, 0, L, orow, mrow, lo32, hi1, c_hi, need, one, a, m, MC, CW)
-    a, m = _emit_chunk(h1, CW, L, orow, mrow, lo32, hi1, c_hi, need, one, a, m, MC, CW)
-    a, m = _emit_chunk(h2, 2 * CW, L, orow, mrow, lo32, hi1, c_hi, need, one, a, m, MC, CW)
-    a, m = _emit_chunk(h3, 3 * CW, L, orow, mrow, lo32, hi1, c_hi, need, one, a, m, MC, CW)
+    # one tied value wider than the need: its first `need` columns, by bisecting on the column (the pass does not
+    # write in column order)
+    cut = L
+    go = one & (c_lo - c_hi > need)
+    c_a = tl.zeros([], tl.int32)
+    while go:
+        cm = (c_a + cut) >> 1
+        c = _eq_before(h0, h1, h2, h3, lo32, cm, L, CW, WS, NW)
+        cut = tl.where(c >= need, cm, cut)
+        c_a = tl.where(c >= need, c_a, cm)
+        go = (cut - c_a > 1) & (c != need)
+    a, m = _emit_chunk(h0, 0, L, orow, mrow, lo32, hi1, c_hi, one, cut, a, m, MC, CW, WS, NW)
+    a, m = _emit_chunk(h1, CW, L, orow, mrow, lo32, hi1, c_hi, one, cut, a, m, MC, CW, WS, NW)
+    a, m = _emit_chunk(h2, 2 * CW, L, orow, mrow, lo32, hi1, c_hi, one, cut, a, m, MC, CW, WS, NW)
+    a, m = _emit_chunk(h3, 3 * CW, L, orow, mrow, lo32, hi1, c_hi, one, cut, a, m, MC, CW, WS, NW)
     return c_lo, c_hi, one
 
 
 @triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "has_len", "has_start"])
 def _bisect_kernel(src_ptr, src_stride, len_ptr, start_ptr, out_ptr, mid_ptr, flags_ptr, n, width, k, rr, has_len,
                    has_start, BLOCKS: tl.constexpr, BS: tl.constexpr, FLAGS: tl.constexpr, ALIGNED: tl.constexpr,
-                   GDC: tl.constexpr, MC: tl.constexpr, KT: tl.constexpr):
+                   GDC: tl.constexpr, MC: tl.constexpr, KT: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr):
     """Grid ``(rows,)``: row ``r``'s ids to ``out[r, :k]`` (every slot), ``mid[r, :MC]`` its scratch; with
     ``FLAGS`` its selected blocks' flags set (already zeroed by an earlier launch).  ``ALIGNED``: the source's row
     stride is a multiple of 16.  ``GDC``: launched as a programmatic dependent of the scores launch (the bounds are
@@ -218,11 +248,11 @@ def _bisect_kernel(src_ptr, src_stride, len_ptr, start_ptr, out_ptr, mid_ptr, fl
     orow = out_ptr + row.to(tl.int64) * k
     mrow = mid_ptr + row.to(tl.int64) * MC
     if L <= 2048:
-        c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 2048, 0, False)
+        c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 2048, 0, False, WS, NW)
     elif L <= 8192:
-        c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 8192, MC, False)
+        c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 8192, MC, False, WS, NW)
     else:
-        c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 32768, MC, True)
+        c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 32768, MC, True, WS, NW)
     need = k - c_hi
     nm = c_lo - c_hi
     if (not one) & (nm > 0) & (need > 0):
@@ -232,7 +262,17 @@ def _bisect_kernel(src_ptr, src_stride, len_ptr, start_ptr, out_ptr, mid_ptr, fl
         w = tl_ordered_hi(tl.load(src_ptr + row_off + mc, mask=j < nm, other=float("-inf")))
         A, T, nt = _kth(w, nm, need)
         eq = (w == T) & (w < A)
-        sel = (w >= A) | (eq & (tl.cumsum(eq.to(tl.int32), 0) <= nt))
+        # ties straddling the k-th: the first `nt` columns (the scratch is not in column order), by bisection
+        cut = L
+        go = tl.sum(eq.to(tl.int32)) > nt
+        c_a = tl.zeros([], tl.int32)
+        while go:
+            cm = (c_a + cut) >> 1
+            c = tl.sum((eq & (mc < cm)).to(tl.int32))
+            cut = tl.where(c >= nt, cm, cut)
+            c_a = tl.where(c >= nt, c_a, cm)
+            go = (cut - c_a > 1) & (c != nt)
+        sel = (w >= A) | (eq & (mc < cut))
         tl.store(orow + c_hi + tl.cumsum(sel.to(tl.int32), 0) - 1, mc, mask=sel)
     fill_tail(out_ptr, row.to(tl.int64) * k, tl.minimum(c_lo, k), k, KT)
     if FLAGS:
@@ -264,5 +304,5 @@ def launch(src, len_t, start_t, out, flags, n, width, k, rr, *, blocks, bs, gdc=
         start_t if start_t is not None else dummy, out, mid, flags if flags is not None else out.view(torch.uint8),
         n, width, k, rr, int(len_t is not None), int(start_t is not None), BLOCKS=bool(blocks), BS=int(bs),
         FLAGS=flags is not None, ALIGNED=src.stride(0) % 16 == 0 or rows == 1, GDC=gdc, MC=mid_cap, KT=KT,
-        num_warps=num_warps, **extra)
+        WS=THREADS // num_warps, NW=num_warps, num_warps=num_warps, **extra)
     return out

@@ -26,7 +26,8 @@ import triton
 import triton.language as tl
 
 from . import run
-from .common import fill_tail, pick_digit, row_extent, tl_ordered_hi
+from .common import GDC_OK, fill_tail, pick_digit, row_extent, tl_ordered_hi
+from .common import tl_cuda as _tl_cuda
 
 MAXP = 32  # programs per row of the parallel kernel, at most
 TILE, PAR_TILE, KT = 2048, 1024, 1024
@@ -175,7 +176,7 @@ def _radix_par_kernel(
     src_ptr, src_stride, len_ptr, start_ptr, out_ptr, hist_ptr, tot_ptr, st_ptr, acc_ptr,
     n, width, k, P, rr, has_len, has_start, step, short,
     BLOCKS: tl.constexpr, BS: tl.constexpr, TILE: tl.constexpr, STILE: tl.constexpr, KT: tl.constexpr,
-    PP: tl.constexpr,
+    PP: tl.constexpr, GDC: tl.constexpr,
 ):
     """Launch ``step`` of 5 (grid rows x P; program p owns whole tiles [lo, hi) of its row).
 
@@ -191,10 +192,16 @@ def _radix_par_kernel(
     ``hist`` and ``st`` alternate by launch parity, so no launch reads what it writes.  The row totals ``tot[rows,
     4, 256]`` are a persistent buffer kept at zero between calls (a row's slots do not depend on the call's row
     count): launch s adds to ``tot[row, s]``, launch s + 1 reads it, and launches 2-4 zero ``tot[row, s - 2]``,
-    launch 0 ``tot[row, 3]``, each after its last reader finished."""
+    launch 0 ``tot[row, 3]``, each after its last reader finished.
+
+    ``GDC``: every launch a programmatic dependent of the one before it (sm_90+): it waits for it after reading the
+    row's bounds, and lets the next one start launching at once."""
     row = tl.program_id(0)
     p = tl.program_id(1)
     L, start, end = row_extent(row, len_ptr, start_ptr, n, width, rr, has_len, has_start, BLOCKS, BS)
+    if GDC:
+        _tl_cuda.gdc_wait()
+        _tl_cuda.gdc_launch_dependents()
     L = L.to(tl.int32)  # 32-bit columns, counts and positions: a row and k are below 2**31
     row_off = row.to(tl.int64) * src_stride
     if L <= short:
@@ -299,10 +306,11 @@ def _totals(device, rows: int) -> torch.Tensor:
     return buf
 
 
-def launch(src, len_t, start_t, out, n, width, k, rr, *, P, short, blocks, bs):
+def launch(src, len_t, start_t, out, n, width, k, rr, *, P, short, blocks, bs, gdc=False):
     """Radix select into ``out`` (int32 ``[rows, k]``, every slot written): one program per row when ``P`` is 1,
-    else the parallel kernel's five launches with ``P`` programs per row (``P <= MAXP``).  Inputs checked by the
-    caller; ``len_t`` / ``start_t`` may be None."""
+    else the parallel kernel's five launches with ``P`` programs per row (``P <= MAXP``), with ``gdc`` each a
+    programmatic dependent of the launch before it (sm_90+).  Inputs checked by the caller; ``len_t`` / ``start_t``
+    may be None."""
     rows = out.shape[0]
     if rows == 0:
         return out
@@ -320,7 +328,9 @@ def launch(src, len_t, start_t, out, n, width, k, rr, *, P, short, blocks, bs):
     st = torch.empty((2 * rows * 4,), dtype=torch.int32, device=dev)
     acc = torch.empty((rows * 2 * MAXP,), dtype=torch.int32, device=dev)
     tot = _totals(dev, rows)
+    gdc = bool(gdc) and GDC_OK
+    extra = {"launch_pdl": True} if gdc else {}
     for step in range(5):
         run(_radix_par_kernel, (rows, P), *args, out, hist, tot, st, acc, n, width, k, P, *flags, step, short,
-            TILE=PAR_TILE, STILE=TILE, PP=MAXP, num_warps=4, **meta)
+            TILE=PAR_TILE, STILE=TILE, PP=MAXP, GDC=gdc, num_warps=4, **meta, **extra)
     return out
