@@ -93,6 +93,20 @@ def test_bisect_middle(dist, cap, fresh_seed):
         assert_same_sets(out, topk_select_reference(x, k, lens, 1), f"{dist} cap={cap} n={n} seed={fresh_seed}")
 
 
+@pytest.mark.parametrize("n,first,k", [(2000, 1500, 300), (8000, 2100, 700), (8000, 7000, 600), (20000, 9000, 1000),
+                                     (30000, 17000, 2048), (32768, 25000, 1500)])
+def test_bisect_ties_start_late(n, first, k, fresh_seed):
+    """A top value tied over every column from ``first`` on, wider than k: the output takes its first k columns, so
+    the search for the k-th tied column goes past the first chunks and slabs of the tile (random noise below)."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    x = torch.rand((2, n), generator=gen) - 2.0
+    x[:, first:] = 1.0
+    x[1, first + 1:first + 40] = 5.0  # a few words above the tie in the second row
+    got = bisect(x, k, None)
+    assert_same_sets(got, topk_select_reference(x, k, None, 1), f"n={n} first={first} k={k} seed={fresh_seed}")
+    assert sorted(got[0].tolist()) == list(range(first, first + k))
+
+
 def test_bisect_row_repeat_and_strides(fresh_seed):
     """row_repeat 3 (lengths per group), an unaligned row stride (a column slice of a wider tensor), NaN payloads."""
     gen = torch.Generator().manual_seed(fresh_seed)

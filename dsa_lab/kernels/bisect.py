@@ -12,7 +12,7 @@ NaN on top), in a tile chosen on the device by the live length (2048, 8192 or 32
 2. **One pass over the registers.**  Positions thread by thread (each thread counts its own words, one scan of one
    value a thread, then its words in order): the ``c_hi`` words above the middle go straight to their output slots
    (every one of them is a pick), the middle's columns to a per-row scratch of ``MC`` slots.  A middle of one value
-   (ties: its first ``k - c_hi`` columns, the column bound found by bisecting on the column) or of picks only goes
+   (ties: its first ``k - c_hi`` columns, found from counts per group of consecutive columns) or of picks only goes
    straight to the output.
 3. **The middle.**  Its words (gathered again by column, from L2) are few, so bisecting for its ``(k - c_hi)``-th
    word costs a small tile per step; its picks follow the ``c_hi`` already written (ties straddling the k-th: the
@@ -135,12 +135,27 @@ def _emit_chunk(h, c0, L, orow, mrow, lo, hi1, c_hi, one, cut, a_seen, m_seen, M
 
 
 @triton.jit
-def _eq_before(h0, h1, h2, h3, T, c, L, CW: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr):
-    """How many words of the four chunks equal ``T`` in columns below ``c``."""
-    n = tl.sum(((h0 == T) & (_cols(0, L, CW, WS, NW) < c)).to(tl.int32))
-    n += tl.sum(((h1 == T) & (_cols(CW, L, CW, WS, NW) < c)).to(tl.int32))
-    n += tl.sum(((h2 == T) & (_cols(2 * CW, L, CW, WS, NW) < c)).to(tl.int32))
-    return n + tl.sum(((h3 == T) & (_cols(3 * CW, L, CW, WS, NW) < c)).to(tl.int32))
+def _tie_cut(h0, h1, h2, h3, T, need, L, CW: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr):
+    """One past the column of the ``need``-th word equal to ``T`` in column order (1 <= ``need`` <= their count).
+    A tile's slab ``j`` (its words ``[:, :, j]``) holds consecutive columns, and the chunks and slabs follow column
+    order: counts per slab find the slab holding it, one scan inside that slab its column."""
+    R: tl.constexpr = CW // (WS * NW)
+    b1 = tl.sum((h0 == T).to(tl.int32))
+    b2 = b1 + tl.sum((h1 == T).to(tl.int32))
+    b3 = b2 + tl.sum((h2 == T).to(tl.int32))
+    q = (need > b1).to(tl.int32) + (need > b2).to(tl.int32) + (need > b3).to(tl.int32)  # its chunk
+    nq = need - tl.where(q == 0, 0, tl.where(q == 1, b1, tl.where(q == 2, b2, b3)))
+    qt = h0 * 0 + q  # (tile-shaped conditions: the interpreter rejects a 0-d one)
+    eq = (tl.where(qt == 0, h0, tl.where(qt == 1, h1, tl.where(qt == 2, h2, h3))) == T).to(tl.int32)
+    sq = tl.sum(tl.sum(eq, 0), 0)  # [R]: its ties per slab
+    jr = tl.arange(0, R)
+    js = tl.sum((tl.cumsum(sq, 0) < nq).to(tl.int32))  # its slab
+    ns = nq - tl.sum(tl.where(jr < js, sq, 0))
+    e = tl.sum(eq * (jr[None, None, :] == js).to(tl.int32), 2, keep_dims=True)  # [WS, NW, 1]: slab js
+    wt = tl.sum(e, 0, keep_dims=True)
+    rank = tl.cumsum(e, 0) + (tl.cumsum(wt, 1) - wt)  # inclusive, in column order (lanes, then warps)
+    col = q * CW + tl.arange(0, WS)[:, None, None] + (tl.arange(0, NW)[None, :, None] + NW * js) * WS
+    return tl.max(tl.where((e > 0) & (rank == ns), col, -1)) + 1
 
 
 @triton.jit
@@ -210,17 +225,10 @@ def _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC: tl.constexpr, W: t
     hi1 = (hi - 1).to(tl.int32)  # "h >= hi" as "h > hi - 1": hi may be 2**31
     a = tl.zeros([], tl.int32)
     m = tl.zeros([], tl.int32)
-    # one tied value wider than the need: its first `need` columns, by bisecting on the column (the pass does not
-    # write in column order)
+    # one tied value wider than the need: its first `need` columns (the pass does not write in column order)
     cut = L
-    go = one & (c_lo - c_hi > need)
-    c_a = tl.zeros([], tl.int32)
-    while go:
-        cm = (c_a + cut) >> 1
-        c = _eq_before(h0, h1, h2, h3, lo32, cm, L, CW, WS, NW)
-        cut = tl.where(c >= need, cm, cut)
-        c_a = tl.where(c >= need, c_a, cm)
-        go = (cut - c_a > 1) & (c != need)
+    if one & (c_lo - c_hi > need):
+        cut = _tie_cut(h0, h1, h2, h3, lo32, need, L, CW, WS, NW)
     a, m = _emit_chunk(h0, 0, L, orow, mrow, lo32, hi1, c_hi, one, cut, a, m, MC, CW, WS, NW)
     a, m = _emit_chunk(h1, CW, L, orow, mrow, lo32, hi1, c_hi, one, cut, a, m, MC, CW, WS, NW)
     a, m = _emit_chunk(h2, 2 * CW, L, orow, mrow, lo32, hi1, c_hi, one, cut, a, m, MC, CW, WS, NW)
