@@ -163,7 +163,7 @@ MATRIX: tuple[Case, ...] = (
     Case("sel_specials", "select", 16, 8192, 64, ends="ragged", dist="specials", cpu_width=500),
     Case("sel_ramp", "select", 32, NB, 64, context=16384, dist="ramp", cpu_context=900),
     Case("sel_shifted", "select", 32, NB, 64, context=16384, dist="shifted", cpu_context=900),
-    # --- large k from SM/2 rows: the bisect select (k = 257, 512, 1000, 2048)
+    # --- large k from SM/6 rows: the bisect select (k = 257, 512, 1000, 2048)
     Case("sel_k257_ragged_many", "select", 160, NB, 257, ends="ragged", cpu_rows=4),
     Case("sel_k512_equal_many", "select", 132, NB, 512, context=NB, dist="equal", cpu_rows=2, cpu_width=1024),
     Case("sel_k1000_nan_payloads_many", "select", 128, NB, 1000, ends="ragged", dist="nan_payloads", cpu_rows=3,

@@ -1,5 +1,5 @@
-"""Top-k by bisecting the k-th word, bracketed: the select for ``k > 256`` from SM/2 rows, rows of at most
-:data:`MAX_COLS` columns (every decode row: 32768 blocks at 262144 tokens).
+"""Top-k by bisecting the k-th word, bracketed: the select for ``k > 256`` from SM/6 rows (from one row on rows of
+2048-8192 columns), rows of at most :data:`MAX_COLS` columns (every decode row: 32768 blocks at 262144 tokens).
 
 One program per row loads the row's live extent once into registers as signed ordered words (the contract's order,
 NaN on top), in a tile chosen on the device by the live length (2048, 8192 or 32768 words; one compiled kernel):

@@ -1,5 +1,5 @@
 """Radix (histogram) top-k: the select for ``k > 512``, and for ``k > 256`` at fewer rows than SMs, where
-:mod:`.bisect` does not serve the call (fewer than SM/2 rows, or rows wider than 32768 columns).
+:mod:`.bisect` does not serve the call (fewer than SM/6 rows of more than 8192 columns, or rows wider than 32768).
 
 No sorting: the k-th key is found digit by digit from histograms, then every column above it is written, so the
 work is a few streaming passes over the row whatever k is (the hier kernel's bitonic stages grow with k).
