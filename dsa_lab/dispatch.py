@@ -9,16 +9,19 @@ measurement behind each rule).
 ==========================  ==============================================  ============================================
 decision                    rule                                            why (measured on the H200)
 ==========================  ==============================================  ============================================
-select algorithm            bisect for k > 256 from SM/2 rows of at most    radix -> bisect, k = 2048, 640 rows: 256K 524
-                            32768 columns; else radix when                  -> 165 µs, 64K 129 -> 79; 128 x 256K 129 -> 34;
-                            ``next_pow2(k) >= 1024``, or >= 512 with        radix kept under SM/2 rows: 1 x 256K 21 µs; a
-                            several radix programs per row; else hier       bisect row costs its SM ~35 µs
-bisect select               one program per row, the row in registers       bracketed k-th word: 640 x 256K 245 -> 165 µs,
-                            (2048 / 8192 / 32768-word tile by live length), 640 x 16K 37 -> 15; 16 warps over 8 at 256K
-                            512 threads (16 warps; 8 waves of 64 on ROCm)   (181 vs 218 µs); 16 waves spilled on gfx950
-radix form                  parallel (P programs per row, 5 launches) when  1 x 256K k = 2048: 24 vs 170 µs; one
-                            :func:`split_programs` > 1, else one per row    program per row won from 160 rows
-radix short rows            <= 4096 live columns: one program, one launch   16K rows: 6 vs 15 µs
+select algorithm            bisect for k > 256 on rows of at most 32768     32768-column rows, k = 2048, bisect vs split
+                            columns from SM/6 rows, and from one row on     radix (live 256K): 16 rows 28.6 vs 24.4 µs, 24
+                            rows of 2048-8192 columns; else radix when      rows 28.2 vs 31.4, 64 rows 29.5 vs 91.4; live
+                            ``next_pow2(k) >= 1024``, or >= 512 with        64K: 1 row 12.9 vs 15.5; live 16K: 3.9 vs 9.0
+                            several radix programs per row; else hier
+bisect select               one program per row, the row in registers       bracketed k-th word, then positions thread by
+                            (2048 / 8192 / 32768-word tile by live length), thread (one scan of one count per thread): 640
+                            512 threads (16 warps; 8 waves of 64 on ROCm),  x 256K 245 -> 165 -> 141 µs (16K rows 6-8%
+                            positions thread by thread                      slower); 16 waves spilled on gfx950
+radix form                  parallel (P programs per row, 5 launches, each  1 x 256K k = 2048: 24 vs 170 µs; one
+                            a programmatic dependent of the one before on   program per row won from 160 rows; dependent
+                            sm_90+) when :func:`split_programs` > 1, else   launches 1 x 256K 21.7 -> 16.4 µs
+                            one per row
 hier bucket                 ``KP = max(64, next_pow2(k))``                  one compiled kernel per bucket, not per k
 hier groups                 8 at KP 64, 4 at 128, 2 beyond                  three 512-key top-k stages at k = 64
 hier radix stages (RSEL)    from KP = 512                                   k = 512: 640 x 16K 68 -> 47 µs; k = 64 lost

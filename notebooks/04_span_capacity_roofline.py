@@ -68,7 +68,7 @@ print(hier.__doc__)
 # What a select launches on an H200 (132 SMs, or the SM count of the recorded run) at k = 64 and k = 2048, over a
 # 32768-block workspace: each kernel, its grid and programs per row, and the constexprs that pick its compiled
 # variant. The constexprs are the same at every row count. At k = 2048 the split radix select is one kernel launched
-# once per digit step (`launches`) below SM/2 rows; from there the bisect select runs one program per row, in one
+# once per digit step (`launches`) below SM/6 rows; from there the bisect select runs one program per row, in one
 # launch:
 
 # %%
@@ -202,7 +202,7 @@ print(proofs.format_table(viz.speedup_rows(viz.select_rows(sweep[0], context=262
 # registers with exact counts, until the bracket's middle holds at most 2048 words. One pass over the registers then
 # writes every word above the middle to its slot and the middle's columns to a scratch, and the k-th word is found
 # among those few. One process on the H200, every arm's ids checked against `torch.topk` first: `triton` is the
-# dispatch (bisect from SM/2 rows), `radix` the radix select it replaced there.
+# dispatch (bisect from SM/6 rows), `radix` the radix select it replaced there.
 
 # %%
 ab = viz.load_records("k_large/select_ab_final")
@@ -225,11 +225,29 @@ print(proofs.format_table([{"k": r["k"], "rows": r["rows"], "context": r["contex
                                            [x for x in rec[0] if x["arm"] == "new"])]))
 
 # %% [markdown]
-# **What it means.** Large k is a different algorithm, picked from shapes alone. It is not a bigger sort. Below SM/2
-# rows the split radix select keeps every SM busy; from SM/2 rows one register-resident row per SM is faster. What
-# is left is one SM's work per row: at 256K about 30 µs (load, bracket steps, the pass, the middle's search), one
-# program per SM (the tile takes the register file), so 640 rows run in five waves; `notes/select_kernel.md` gives
-# the measured phases.
+# The pass over the registers then changed its order. It had placed the words in column order, with a scan across
+# the lanes for every word a thread holds; now each thread counts its own words, one scan of one count per thread
+# places them, and a tie wider than the need finds its k-th column from counts per group of consecutive columns. At
+# the same time the split radix select's five launches became programmatic dependents of each other (each starts
+# while the one before it drains), and the bisect select took the rows from SM/6 (SM/2 before). The package at the
+# commit before against this one, same process:
+
+# %%
+prev2 = [viz.load_records(f"k_large/select_ab_f3e3a44_k{kk}") for kk in (2048, 512)]
+print(viz.record_status(prev2[0]))
+print(proofs.format_table([{"k": r["k"], "rows": r["rows"], "context": r["context"],
+                            "previous_us": o["median_us"], "current_us": r["median_us"], "ratio": r["ratio_vs_old"]}
+                           for rec in prev2 if rec[0]
+                           for o, r in zip([x for x in rec[0] if x["arm"] == "old"],
+                                           [x for x in rec[0] if x["arm"] == "new"])]))
+
+# %% [markdown]
+# **What it means.** Large k is a different algorithm, picked from shapes alone. It is not a bigger sort. Below SM/6
+# rows of 256K the split radix select keeps every SM busy; from SM/6 rows, and at any row count when the rows are
+# 2048-8192 blocks wide, one register-resident row per SM is faster. What is left is one SM's work per row: at 256K
+# about 28 µs (load, bracket steps, the pass, the middle's search), one program per SM (the tile takes the register
+# file), so 640 rows run in five waves; `notes/select_kernel.md` gives the measured phases. The 16K rows at 128-640
+# rows lost 6-8% to the new pass (a row there is one word a thread per chunk, so a thread's own count saves nothing).
 # %%
 tune16 = viz.load_records(dev("K"))
 print(viz.record_label(tune16[1], tune16[2]) if tune16[0] else "NO RECORD")
