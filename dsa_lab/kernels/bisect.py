@@ -308,9 +308,10 @@ def launch(src, len_t, start_t, out, flags, n, width, k, rr, *, blocks, bs, gdc=
     mid = torch.empty((rows, mid_cap), dtype=torch.int32, device=out.device)
     gdc = bool(gdc) and GDC_OK
     extra = {"launch_pdl": True} if gdc else {}
+    ws = THREADS // num_warps  # the tiles' first two axes hold THREADS slots: the warp size unless num_warps is forced
     run(_bisect_kernel, (rows,), src, src.stride(0), len_t if len_t is not None else dummy,
         start_t if start_t is not None else dummy, out, mid, flags if flags is not None else out.view(torch.uint8),
         n, width, k, rr, int(len_t is not None), int(start_t is not None), BLOCKS=bool(blocks), BS=int(bs),
         FLAGS=flags is not None, ALIGNED=src.stride(0) % 16 == 0 or rows == 1, GDC=gdc, MC=mid_cap, KT=KT,
-        WS=THREADS // num_warps, NW=num_warps, num_warps=num_warps, **extra)
+        WS=ws, NW=num_warps, num_warps=num_warps, **extra)
     return out
