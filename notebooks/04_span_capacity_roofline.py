@@ -218,11 +218,7 @@ if ab[0]:
 # %%
 prev = [viz.load_records(f"k_large/select_ab_old_k{kk}") for kk in (2048, 512)]
 print(viz.record_status(prev[0]))
-print(proofs.format_table([{"k": r["k"], "rows": r["rows"], "context": r["context"],
-                            "previous_us": o["median_us"], "current_us": r["median_us"], "ratio": r["ratio_vs_old"]}
-                           for rec in prev if rec[0]
-                           for o, r in zip([x for x in rec[0] if x["arm"] == "old"],
-                                           [x for x in rec[0] if x["arm"] == "new"])]))
+print(proofs.format_table(viz.old_new_rows(prev)))
 
 # %% [markdown]
 # The pass over the registers then changed its order. It had placed the words in column order, with a scan across
@@ -235,11 +231,7 @@ print(proofs.format_table([{"k": r["k"], "rows": r["rows"], "context": r["contex
 # %%
 prev2 = [viz.load_records(f"k_large/select_ab_f3e3a44_k{kk}") for kk in (2048, 512)]
 print(viz.record_status(prev2[0]))
-print(proofs.format_table([{"k": r["k"], "rows": r["rows"], "context": r["context"],
-                            "previous_us": o["median_us"], "current_us": r["median_us"], "ratio": r["ratio_vs_old"]}
-                           for rec in prev2 if rec[0]
-                           for o, r in zip([x for x in rec[0] if x["arm"] == "old"],
-                                           [x for x in rec[0] if x["arm"] == "new"])]))
+print(proofs.format_table(viz.old_new_rows(prev2)))
 
 # %% [markdown]
 # **What it means.** Large k is a different algorithm, picked from shapes alone. It is not a bigger sort. Below SM/6

@@ -306,6 +306,18 @@ def test_stagea_rows():
     assert small["x read"] == "—"  # no load-only row for that shape
 
 
+def test_old_new_rows_pair_by_point():
+    """The older package's time beside this tree's at the same point, whatever the row order; a point without its
+    ``old`` row, and an absent record, are left out."""
+    def row(arm, rows, us, ratio=None):
+        return {"k": 2048, "rows": rows, "context": 262144, "arm": arm, "median_us": us, "ratio_vs_old": ratio}
+    rec = ([row("new", 640, 140.0, 0.85), row("new", 1, 16.0, 0.75), row("old", 1, 21.3), row("old", 640, 165.0),
+            row("new", 5, 18.0, 0.79)], {}, "x.csv")
+    got = viz.old_new_rows([rec, (None, None, "absent.csv")])
+    assert [(r["rows"], r["previous_us"], r["current_us"], r["ratio"]) for r in got] == [(640, 165.0, 140.0, 0.85),
+                                                                                        (1, 21.3, 16.0, 0.75)]
+
+
 def test_ab_ratios_and_tried_rows(tmp_path):
     rows = [{"stage": "full", "k": 64, "dist": "normal", "context": c, "rows": n, "arm": a, "median_us": v, "check": "ok"}
             for c, n, a, v in ((4096, 1, "base", 10.0), (4096, 1, "c1", 12.0), (4096, 1, "c2", 11.0),

@@ -340,6 +340,20 @@ def ab_ratios(records: list[dict], base: str, cand, /, *, stage=None, **where) -
     return out
 
 
+def old_new_rows(records) -> list[dict]:
+    """The rows of ``scripts/gpu_ab_old.py`` records (each a :func:`load_records` result; absent ones skipped): per
+    point, the older package's time (arm ``old``) beside this tree's (``new``) and their ratio, in the records' order."""
+    out = []
+    for rows, _meta, _path in records:
+        old = {(r["k"], r["rows"], r["context"]): r for r in rows or [] if r["arm"] == "old"}
+        for r in rows or []:
+            o = old.get((r["k"], r["rows"], r["context"]))
+            if r["arm"] == "new" and o is not None:
+                out.append({"k": r["k"], "rows": r["rows"], "context": r["context"], "previous_us": o["median_us"],
+                            "current_us": r["median_us"], "ratio": r["ratio_vs_old"]})
+    return out
+
+
 def tried_rows(experiments, *, gpu: str = "h200", root: Path | None = None) -> list[dict]:
     """The "what we tried" table: one row per experiment, each measured in dev runs against the kernel of its day.
 
