@@ -63,8 +63,9 @@ def producer_sass(root, next_n):
               BLOCK_T=cfg["BLOCK_T"], CTX_2D=False, FP8_DOT=True, HOIST_Q=True, NUM_STAGES=cfg["NUM_STAGES"])
     if "Q_IS_A" in kern.arg_names:
         cx["Q_IS_A"] = cfg.get("Q_IS_A", False)
+    cx.update({c: v for c, v in (("SANITIZE", False), ("SBS", 0), ("ZF", 0)) if c in kern.arg_names})  # the plain form
     types = dict(q_ptr="*fp8e4nv", k_ptr="*fp8e4nv", s_ptr="*fp32", w_ptr="*fp32", ctx_ptr="*i32", bt_ptr="*i32",
-                 out_ptr="*fp32")
+                 out_ptr="*fp32", sco_ptr="*fp32", flags_ptr="*u8")
     sig = {a: types.get(a, "constexpr" if a in cx else "i32") for a in kern.arg_names}
     attrs = {(kern.arg_names.index(a),): [["tt.divisibility", 16]] for a in types}
     k = triton.compile(ASTSource(kern, sig, constexprs=cx, attrs=attrs), target=GPUTarget("cuda", 90, 32),
