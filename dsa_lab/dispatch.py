@@ -22,6 +22,7 @@ radix form                  parallel (P programs per row, 5 launches, each  1 x 
                             a programmatic dependent of the one before on   program per row won from 160 rows; dependent
                             sm_90+) when :func:`split_programs` > 1, else   launches 1 x 256K 21.7 -> 16.4 µs
                             one per row
+radix short rows            <= 4096 live columns: one program, one launch   16K rows: 6 vs 15 µs
 hier bucket                 ``KP = max(64, next_pow2(k))``                  one compiled kernel per bucket, not per k
 hier groups                 8 at KP 64, 4 at 128, 2 beyond                  three 512-key top-k stages at k = 64
 hier radix stages (RSEL)    from KP = 512                                   k = 512: 640 x 16K 68 -> 47 µs; k = 64 lost
