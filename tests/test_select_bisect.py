@@ -62,6 +62,27 @@ def test_bisect_tile_edges(n, fresh_seed):
     assert_same_sets(bisect(x, 1000, lens), topk_select_reference(x, 1000, lens, 1), f"n={n} seed={fresh_seed}")
 
 
+@pytest.mark.parametrize("shape", ["two_clusters", "huge", "one_outlier", "tiny_spread"])
+def test_bisect_model_misses(shape, fresh_seed):
+    """The first step's probes come from a normal law fitted to the row (warp size 32: the interpreter's); rows it
+    fits badly must still come out exact: two far clusters (both probes on one side), values whose squares overflow
+    float32 (no spread: the probes fall back to interpolation), one huge outlier among normal scores (a spread far
+    too wide), and scores that differ in the last bits only (probes on words a few apart)."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    n, k = 9000, 700
+    x = torch.randn((2, n), generator=gen)
+    if shape == "two_clusters":
+        x = torch.where(torch.rand((2, n), generator=gen) < 0.9, x, x + 1e6)
+    elif shape == "huge":
+        x = x * 1e30
+    elif shape == "one_outlier":
+        x[:, 17] = 3e38
+    else:
+        x = 1.0 + x * 1e-7
+    lens = torch.tensor([n, n - 123], dtype=torch.int32)
+    assert_same_sets(bisect(x, k, lens), topk_select_reference(x, k, lens, 1), f"{shape} seed={fresh_seed}")
+
+
 def test_bisect_search_exits():
     """The search's three exits, on worked rows: at most k candidates (all taken, -1 tail); distinct integers, where
     some midpoint has exactly k words at or above it; one value repeated, where the k-th word is tied and the ties go

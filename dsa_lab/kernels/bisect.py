@@ -6,9 +6,11 @@ NaN on top), in a tile chosen on the device by the live length (2048, 8192 or 32
 
 1. **Bracket.**  Steps on the word's value, each a compare and a count over the registers, keep exact counts
    ``c_lo = count(>= lo) >= k > c_hi = count(>= hi)``.  On the wider tiles they stop as soon as the *middle*
-   ``[lo, hi)`` holds at most ``MC`` words, long before the k-th word is isolated; on the widest, steps interpolate
-   between the counts while that keeps halving the middle.  On the 2048-word tile a step costs no more than one over
-   a middle, so the bracket goes on to the k-th word itself.
+   ``[lo, hi)`` holds at most ``MC`` words, long before the k-th word is isolated.  There (warp size 32) the first
+   step counts two words at once, where a normal law fitted to the row's finite scores (their mean and spread,
+   summed as the row loads) puts ranks just above and below ``k``: on bell-shaped rows that one step closes the
+   middle.  Further steps interpolate between the counts (on the widest tile) while that keeps halving the middle.
+   On the 2048-word tile a step costs no more than one over a middle, so the bracket goes on to the k-th word.
 2. **One pass over the registers.**  Positions thread by thread (each thread counts its own words, one scan of one
    value a thread, then its words in order): the ``c_hi`` words above the middle go straight to their output slots
    (every one of them is a pick), the middle's columns to a per-row scratch of ``MC`` slots.  A middle of one value
@@ -19,10 +21,11 @@ NaN on top), in a tile chosen on the device by the live length (2048, 8192 or 32
    smaller columns, bisecting on the column again: the scratch is not in column order).
 
 Every count is exact: the values change the number of steps (at most 32 per stage, about twice that where
-interpolating steps fail), never the result.  With ``FLAGS`` the selected blocks' flags are set from the written ids
-at the end.  The tiles are ``[warp size, warps, n / threads]`` (a warp's lanes on consecutive columns, a thread's
-words along the last axis) whose columns the compiler cannot prove contiguous: the loads then take the layout the
-scattered output stores need, and no tile is converted between layouts on the way (:func:`_cols`).
+interpolating steps fail, one more where the fitted law misses), never the result.  With ``FLAGS`` the selected
+blocks' flags are set from the written ids at the end.  The tiles are ``[warp size, warps, n / threads]`` (a warp's
+lanes on consecutive columns, a thread's words along the last axis) whose columns the compiler cannot prove
+contiguous: the loads then take the layout the scattered output stores need, and no tile is converted between
+layouts on the way (:func:`_cols`).
 """
 from __future__ import annotations
 
@@ -46,9 +49,10 @@ INF_WORD = tl.constexpr(0x7F800000)  # the ordered word of +inf (NaN's is 0x7FFF
 def _probe(lo, hi, c_lo, c_hi, t, interp):
     """The next word to count in the bracket ``[lo, hi)`` (``count(>= lo) = c_lo > c_hi = count(>= hi)``): where
     the counts put rank ``t`` by linear interpolation (``interp``; exact on evenly spread words), else the midpoint.
-    Always strictly inside the bracket."""
-    span = hi - lo
-    est = lo + (span * (c_lo - t).to(tl.int64)) // tl.maximum(c_lo - c_hi, 1).to(tl.int64)
+    Always strictly inside the bracket.  The estimate is a float32 product: an int64 division is a long call that
+    every step waits on, and a rounded estimate probes as well."""
+    frac = (c_lo - t).to(tl.float32) / tl.maximum(c_lo - c_hi, 1).to(tl.float32)
+    est = lo + ((hi - lo).to(tl.float32) * frac).to(tl.int64)
     mid = tl.where(interp, est, (lo + hi) >> 1)
     return tl.minimum(tl.maximum(mid, lo + 1), hi - 1)
 
@@ -81,10 +85,10 @@ def _kth(h, n, k):
 
 @triton.jit
 def _init_parts(h):
-    """Per word: (candidate + (at least +inf) << 16, candidate word or max, word below +inf or NEG, word)."""
+    """Per word: (candidate + (at least +inf) << 16, candidate word or max, word below +inf or NEG)."""
     cand = h > NEG
     return (cand.to(tl.int32) + ((h >= INF_WORD).to(tl.int32) << 16), tl.where(cand, h, 0x7FFFFFFF),
-            tl.where(h < INF_WORD, h, NEG), h)
+            tl.where(h < INF_WORD, h, NEG))
 
 
 @triton.jit
@@ -100,10 +104,49 @@ def _cols(c0, L, CW: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr):
 
 
 @triton.jit
-def _words(src_ptr, row_off, c0, L, CW: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr):
-    """Ordered words of columns ``[c0, c0 + CW)`` as a tile of :func:`_cols` (past ``L``: ``NEG``)."""
+def _words(src_ptr, row_off, c0, L, CW: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr, MOM: tl.constexpr):
+    """Ordered words of columns ``[c0, c0 + CW)`` as a tile of :func:`_cols` (past ``L``: ``NEG``), and with ``MOM``
+    each thread's sums of its finite scores and of their squares (``[WS, NW]``: the moments :func:`_model_probes`
+    fits; zeros without)."""
     cols = _cols(c0, L, CW, WS, NW)
-    return tl_ordered_hi(tl.load(src_ptr + row_off + cols, mask=cols < L, other=float("-inf")))
+    x = tl.load(src_ptr + row_off + cols, mask=cols < L, other=float("-inf"))
+    h = tl_ordered_hi(x)
+    if MOM:
+        xf = tl.where((h > NEG) & (h < INF_WORD), x, 0.0)
+        return h, tl.sum(xf, 2), tl.sum(xf * xf, 2)
+    else:
+        return h, tl.zeros([WS, NW], tl.float32), tl.zeros([WS, NW], tl.float32)
+
+
+@triton.jit
+def _upper_z(q):
+    """``z`` with ``P(Z > z) = q`` for a standard normal ``Z`` (Abramowitz & Stegun 26.2.23, error below 5e-4),
+    ``q`` in ``(0, 1)``."""
+    p = tl.maximum(tl.minimum(q, 1.0 - q), 1e-7)
+    t = tl.sqrt(-2.0 * tl.log(p))
+    z = t - (2.515517 + t * (0.802853 + t * 0.010328)) / (1.0 + t * (1.432788 + t * (0.189269 + t * 0.001308)))
+    return tl.where(q <= 0.5, z, -z)
+
+
+@triton.jit
+def _model_probes(lo, hi, c_lo, c_hi, k, s1, s2, CAP: tl.constexpr):
+    """Two words strictly inside ``[lo, hi)``, ascending, that should have about ``k + CAP / 4`` and
+    ``k - min(CAP / 4, k / 2)`` words at or above them: where a normal law with the finite scores' mean and spread
+    puts those ranks (``s1``, ``s2``: their sum and sum of squares; ``c_lo - c_hi`` of them), or where the counts put
+    them by interpolation when the law lands outside the bracket.  Only the number of steps depends on how good a
+    guess this is: the counts that follow are exact."""
+    nf = tl.maximum(c_lo - c_hi, 1).to(tl.float32)
+    mean = s1 / nf
+    sd = tl.sqrt(tl.maximum(s2 / nf - mean * mean, 0.0))
+    need = k - c_hi
+    below = tl.minimum(k // 2, CAP // 4)  # (not above rank k / 2: the top of a short-tailed row is a poor aim)
+    v1 = mean + _upper_z((need + CAP // 4).to(tl.float32) / nf) * sd
+    v2 = mean + _upper_z(tl.maximum(need - below, 1).to(tl.float32) / nf) * sd
+    m1 = tl_ordered_hi(v1).to(tl.int64)
+    m2 = tl_ordered_hi(v2).to(tl.int64)
+    m1 = tl.where((m1 > lo) & (m1 < hi), m1, _probe(lo, hi, c_lo, c_hi, k + CAP // 4, True))
+    m2 = tl.where((m2 > lo) & (m2 < hi), m2, _probe(lo, hi, c_lo, c_hi, k - below, True))
+    return tl.minimum(m1, m2), tl.maximum(m1, m2)
 
 
 @triton.jit
@@ -111,6 +154,17 @@ def _ge(h0, h1, h2, h3, t):
     """How many words of the four chunks are ``>= t``."""
     c = (h0 >= t).to(tl.int32) + (h1 >= t).to(tl.int32) + (h2 >= t).to(tl.int32) + (h3 >= t).to(tl.int32)
     return tl.sum(c)
+
+
+@triton.jit
+def _ge2(h0, h1, h2, h3, t1, t2):
+    """How many words of the four chunks are ``>= t1``, and how many ``>= t2``: one pass, one reduction (the two
+    counts packed in the halves of one word; each is at most 32768)."""
+    c = ((h0 >= t1).to(tl.int32) + ((h0 >= t2).to(tl.int32) << 16) + (h1 >= t1).to(tl.int32)
+         + ((h1 >= t2).to(tl.int32) << 16) + (h2 >= t1).to(tl.int32) + ((h2 >= t2).to(tl.int32) << 16)
+         + (h3 >= t1).to(tl.int32) + ((h3 >= t2).to(tl.int32) << 16))
+    p = tl.sum(c)
+    return p & 0xFFFF, (p >> 16) & 0xFFFF
 
 
 @triton.jit
@@ -160,29 +214,29 @@ def _tie_cut(h0, h1, h2, h3, T, need, L, CW: tl.constexpr, WS: tl.constexpr, NW:
 
 @triton.jit
 def _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC: tl.constexpr, W: tl.constexpr, CAP: tl.constexpr,
-                      IP: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr):
+                      IP: tl.constexpr, MODEL: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr):
     """Stages 1 and 2 over a row of ``L <= W`` live columns, held as four ``W / 4``-column chunks (one pass over a
     single ``W``-word tile would need more registers than a thread has): returns ``(c_lo, c_hi, one)``; the ``c_hi``
     words ``>= hi`` are written to ``orow``, and the middle's columns to ``mrow`` (or, ``one``, its first ``k - c_hi``
     to ``orow`` after them).  A row of at most ``k`` candidates has every one of them written (``c_hi = c_lo``)."""
     CW: tl.constexpr = W // 4
-    h0 = _words(src_ptr, row_off, 0, L, CW, WS, NW)
-    h1 = _words(src_ptr, row_off, CW, L, CW, WS, NW)
-    h2 = _words(src_ptr, row_off, 2 * CW, L, CW, WS, NW)
-    h3 = _words(src_ptr, row_off, 3 * CW, L, CW, WS, NW)
+    h0, p0, q0 = _words(src_ptr, row_off, 0, L, CW, WS, NW, MODEL)
+    h1, p1, q1 = _words(src_ptr, row_off, CW, L, CW, WS, NW, MODEL)
+    h2, p2, q2 = _words(src_ptr, row_off, 2 * CW, L, CW, WS, NW, MODEL)
+    h3, p3, q3 = _words(src_ptr, row_off, 3 * CW, L, CW, WS, NW, MODEL)
+    s1 = tl.sum(p0 + p1 + p2 + p3)
+    s2 = tl.sum(q0 + q1 + q2 + q3)
     # the counts (two packed in one word) and extremes the bracket starts from
-    a0, b0, f0, x0 = _init_parts(h0)
-    a1, b1, f1, x1 = _init_parts(h1)
-    a2, b2, f2, x2 = _init_parts(h2)
-    a3, b3, f3, x3 = _init_parts(h3)
+    a0, b0, f0 = _init_parts(h0)
+    a1, b1, f1 = _init_parts(h1)
+    a2, b2, f2 = _init_parts(h2)
+    a3, b3, f3 = _init_parts(h3)
     aa = a0 + a1 + a2 + a3
     bb = tl.minimum(tl.minimum(b0, b1), tl.minimum(b2, b3))
     ff = tl.maximum(tl.maximum(f0, f1), tl.maximum(f2, f3))
-    xx = tl.maximum(tl.maximum(x0, x1), tl.maximum(x2, x3))
     cc = tl.sum(aa)
     mn = tl.min(bb)
     mf = tl.max(ff)
-    mx = tl.max(xx)
     ncand = cc & 0xFFFF
     ntop = (cc >> 16) & 0xFFFF  # (a count of 32768 in the high half sets the sign bit: masked)
     lo = mn.to(tl.int64)
@@ -193,14 +247,32 @@ def _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC: tl.constexpr, W: t
         hi = tl.maximum(mf.to(tl.int64) + 1, lo + 1)
         c_hi = ntop
     else:
-        hi = mx.to(tl.int64) + 1
+        hi = tl.zeros([], tl.int64) + 0x80000000  # above every word (NaN's is the largest)
         lo = tl.maximum(lo, INF_WORD)
         c_lo = ntop
-    # bisection with exact counts, count(>= lo) = c_lo >= k > c_hi = count(>= hi), until the middle holds at most
+    # steps with exact counts, count(>= lo) = c_lo >= k > c_hi = count(>= hi), until the middle holds at most
     # CAP words or only picks; with IP, steps
     # interpolate (aiming a quarter of CAP past k on the wider side, so two good steps close the middle) while each
     # at least halves the count between the bounds, else bisect: at most about twice the bisection's steps
     go = (ncand > k) & (c_lo - c_hi > CAP) & (hi - lo > 1)
+    if MODEL:
+        # first, one step with two probes from a normal law fitted to the finite scores: on bell-shaped rows it
+        # closes the middle at once (most rows take 4 to 7 interpolating steps without it)
+        use = go & (ntop < k)
+        t1, t2 = _model_probes(lo, hi, c_lo, c_hi, k, s1, s2, CAP)
+        c1 = tl.zeros([], tl.int32)
+        c2 = tl.zeros([], tl.int32)
+        if use:
+            c1, c2 = _ge2(h0, h1, h2, h3, t1.to(tl.int32), t2.to(tl.int32))
+        u1 = use & (c1 >= k)
+        u2 = use & (c2 >= k)
+        v2 = use & (c2 < k) & (c1 >= k)
+        v1 = use & (c1 < k)
+        lo = tl.where(u2, t2, tl.where(u1, t1, lo))
+        c_lo = tl.where(u2, c2, tl.where(u1, c1, c_lo))
+        hi = tl.where(v2, t2, tl.where(v1, t1, hi))
+        c_hi = tl.where(v2, c2, tl.where(v1, c1, c_hi))
+        go = (c_lo - c_hi > CAP) & (hi - lo > 1) & (c_lo != k) & (ncand > k)
     interp = tl.zeros([], tl.int32) + 1
     while go:
         t = tl.where(c_lo - k > k - c_hi, k + CAP // 4, k - CAP // 4)
@@ -239,7 +311,8 @@ def _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC: tl.constexpr, W: t
 @triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "has_len", "has_start"])
 def _bisect_kernel(src_ptr, src_stride, len_ptr, start_ptr, out_ptr, mid_ptr, flags_ptr, n, width, k, rr, has_len,
                    has_start, BLOCKS: tl.constexpr, BS: tl.constexpr, FLAGS: tl.constexpr, ALIGNED: tl.constexpr,
-                   GDC: tl.constexpr, MC: tl.constexpr, KT: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr):
+                   GDC: tl.constexpr, MODEL: tl.constexpr, MC: tl.constexpr, KT: tl.constexpr, WS: tl.constexpr,
+                   NW: tl.constexpr):
     """Grid ``(rows,)``: row ``r``'s ids to ``out[r, :k]`` (every slot), ``mid[r, :MC]`` its scratch; with
     ``FLAGS`` its selected blocks' flags set (already zeroed by an earlier launch).  ``ALIGNED``: the source's row
     stride is a multiple of 16.  ``GDC``: launched as a programmatic dependent of the scores launch (the bounds are
@@ -256,11 +329,11 @@ def _bisect_kernel(src_ptr, src_stride, len_ptr, start_ptr, out_ptr, mid_ptr, fl
     orow = out_ptr + row.to(tl.int64) * k
     mrow = mid_ptr + row.to(tl.int64) * MC
     if L <= 2048:
-        c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 2048, 0, False, WS, NW)
+        c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 2048, 0, False, False, WS, NW)
     elif L <= 8192:
-        c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 8192, MC, False, WS, NW)
+        c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 8192, MC, False, MODEL, WS, NW)
     else:
-        c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 32768, MC, True, WS, NW)
+        c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 32768, MC, True, MODEL, WS, NW)
     need = k - c_hi
     nm = c_lo - c_hi
     if (not one) & (nm > 0) & (need > 0):
@@ -312,6 +385,7 @@ def launch(src, len_t, start_t, out, flags, n, width, k, rr, *, blocks, bs, gdc=
     run(_bisect_kernel, (rows,), src, src.stride(0), len_t if len_t is not None else dummy,
         start_t if start_t is not None else dummy, out, mid, flags if flags is not None else out.view(torch.uint8),
         n, width, k, rr, int(len_t is not None), int(start_t is not None), BLOCKS=bool(blocks), BS=int(bs),
-        FLAGS=flags is not None, ALIGNED=src.stride(0) % 16 == 0 or rows == 1, GDC=gdc, MC=mid_cap, KT=KT,
+        FLAGS=flags is not None, ALIGNED=src.stride(0) % 16 == 0 or rows == 1, GDC=gdc, MODEL=int(warp_size) == 32,
+        MC=mid_cap, KT=KT,
         WS=ws, NW=num_warps, num_warps=num_warps, **extra)
     return out

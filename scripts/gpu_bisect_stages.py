@@ -1,0 +1,145 @@
+"""Where a bisect-select row's time goes: the bisect kernel cut after each stage, at the widest register tile
+(evidence for the notes; not product code).
+
+    python3 scripts/gpu_bisect_stages.py OUT.csv [--rows 132,264,640] [--k 2048,512] [--dists normal,equal]
+
+Variants (one program per row of 32768 columns, the product's tiles and helpers, compiled as the product is):
+``load`` (the four chunks, the starting counts and extremes, and the fitted law's sums), ``pass`` (+ the bracket, the
+tie cut and the pass that writes the ids above the middle and the middle's columns), ``middle`` (+ the middle's
+search and the -1 tail: the whole select), ``middle_pf`` (the same with row ``r + SMs`` prefetched into L2 after the
+pass, while the middle is searched: CUDA only), ``full`` (the product's launch).  Each row: CUDA-graph median per
+call and per wave of one row per SM (every output is checked against ``torch.topk`` where the values are distinct).
+Needs a CUDA GPU.
+"""
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+from dsa_lab.bench import data, timing  # noqa: E402
+from dsa_lab.kernels import bisect as B  # noqa: E402
+from dsa_lab.kernels.common import fill_tail, tl_ordered_hi  # noqa: E402
+
+
+@triton.jit
+def _prefetch(src_ptr, off):
+    cols = tl.arange(0, 1024) * 32  # one address per 128-byte line of a 32768-column row
+    tl.inline_asm_elementwise("prefetch.global.L2 [$1]; mov.u32 $0, 0;", "=r,l", [src_ptr + off + cols],
+                              dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit(do_not_specialize=["src_stride", "n", "k", "rows", "pf_step"])
+def _cut_kernel(src_ptr, src_stride, out_ptr, mid_ptr, n, k, rows, pf_step, STOP: tl.constexpr, PF: tl.constexpr,
+                MC: tl.constexpr, KT: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr):
+    row = tl.program_id(0)
+    row_off = row.to(tl.int64) * src_stride
+    orow = out_ptr + row.to(tl.int64) * k
+    mrow = mid_ptr + row.to(tl.int64) * MC
+    L = (tl.zeros([], tl.int64) + n).to(tl.int32)
+    if STOP == 0:
+        CW: tl.constexpr = 8192
+        h0, p0, q0 = B._words(src_ptr, row_off, 0, L, CW, WS, NW, True)
+        h1, p1, q1 = B._words(src_ptr, row_off, CW, L, CW, WS, NW, True)
+        h2, p2, q2 = B._words(src_ptr, row_off, 2 * CW, L, CW, WS, NW, True)
+        h3, p3, q3 = B._words(src_ptr, row_off, 3 * CW, L, CW, WS, NW, True)
+        s = tl.sum(p0 + p1 + p2 + p3) + tl.sum(q0 + q1 + q2 + q3)
+        a0, b0, f0 = B._init_parts(h0)
+        a1, b1, f1 = B._init_parts(h1)
+        a2, b2, f2 = B._init_parts(h2)
+        a3, b3, f3 = B._init_parts(h3)
+        cc = tl.sum(a0 + a1 + a2 + a3)
+        mn = tl.min(tl.minimum(tl.minimum(b0, b1), tl.minimum(b2, b3)))
+        mf = tl.max(tl.maximum(tl.maximum(f0, f1), tl.maximum(f2, f3)))
+        tl.store(orow, cc + mn + mf + s.to(tl.int32))
+    else:
+        # the product's three tiles, as it compiles them
+        if L <= 2048:
+            c_lo, c_hi, one = B._bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 2048, 0, False, False,
+                                                  WS, NW)
+        elif L <= 8192:
+            c_lo, c_hi, one = B._bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 8192, MC, False, True,
+                                                  WS, NW)
+        else:
+            c_lo, c_hi, one = B._bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 32768, MC, True, True,
+                                                  WS, NW)
+        if PF:
+            if row + pf_step < rows:
+                _prefetch(src_ptr, (row + pf_step).to(tl.int64) * src_stride)
+        if STOP == 2:
+            tl.store(orow, c_lo + c_hi + one.to(tl.int32))
+        else:
+            need = k - c_hi
+            nm = c_lo - c_hi
+            if (not one) & (nm > 0) & (need > 0):
+                tl.debug_barrier()
+                j = tl.arange(0, MC)
+                mc = tl.load(mrow + j, mask=j < nm, other=0)
+                w = tl_ordered_hi(tl.load(src_ptr + row_off + mc, mask=j < nm, other=float("-inf")))
+                A, T, nt = B._kth(w, nm, need)
+                eq = (w == T) & (w < A)
+                cut = L
+                go = tl.sum(eq.to(tl.int32)) > nt
+                c_a = tl.zeros([], tl.int32)
+                while go:
+                    cm = (c_a + cut) >> 1
+                    c = tl.sum((eq & (mc < cm)).to(tl.int32))
+                    cut = tl.where(c >= nt, cm, cut)
+                    c_a = tl.where(c >= nt, c_a, cm)
+                    go = (cut - c_a > 1) & (c != nt)
+                sel = (w >= A) | (eq & (mc < cut))
+                tl.store(orow + c_hi + tl.cumsum(sel.to(tl.int32), 0) - 1, mc, mask=sel)
+            fill_tail(out_ptr, row.to(tl.int64) * k, tl.minimum(c_lo, k), k, KT)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--rows", default="132,264,640")
+    ap.add_argument("--k", default="2048,512")
+    ap.add_argument("--dists", default="normal,equal")
+    a = ap.parse_args()
+    dev = torch.device("cuda")
+    sms = torch.cuda.get_device_properties(dev).multi_processor_count
+    meta = data.collect_metadata("python3 scripts/gpu_bisect_stages.py " + " ".join(sys.argv[1:]))
+    data.save_meta(data.meta_path(a.out), meta)
+    n = 32768
+    for dist in a.dists.split(","):
+        for rows in [int(r) for r in a.rows.split(",")]:
+            g = torch.Generator(device=dev).manual_seed(rows)
+            sc = torch.randn((rows, n), device=dev, generator=g)
+            if dist == "equal":
+                sc.fill_(1.0)
+            for k in [int(x) for x in a.k.split(",")]:
+                out = torch.empty((rows, k), dtype=torch.int32, device=dev)
+                mid = torch.empty((rows, B.MID_CAP), dtype=torch.int32, device=dev)
+                ref = torch.topk(sc, k, dim=1).indices.sort(1).values
+                fns = {}
+                for name, stop, pf in [("load", 0, False), ("pass", 2, False), ("middle", 3, False),
+                                       ("middle_pf", 3, True)]:
+                    def fn(stop=stop, pf=pf):
+                        _cut_kernel[(rows,)](sc, sc.stride(0), out, mid, n, k, rows, sms, STOP=stop, PF=pf,
+                                             MC=B.MID_CAP, KT=B.KT, WS=32, NW=16, num_warps=16)
+                    fns[name] = fn
+                fns["full"] = lambda: B.launch(sc, None, None, out, None, n, n, k, 1, blocks=False, bs=1)
+                for name, fn in fns.items():
+                    out.fill_(-7)
+                    fn()
+                    torch.cuda.synchronize()
+                    check = ""
+                    if name in ("middle", "middle_pf", "full") and dist != "equal":
+                        check = "ok" if torch.equal(out.long().sort(1).values, ref) else "mismatch"
+                    t = timing.time_fn(fn)
+                    waves = -(-rows // sms)
+                    row = dict(dist=dist, rows=rows, n=n, k=k, variant=name, median_us=round(t.median_us, 3),
+                               per_wave_us=round(t.median_us / waves, 3), waves=waves, check=check,
+                               commit=meta.get("commit"))
+                    data.append_row(a.out, row)
+                    print(row, flush=True)
+
+
+if __name__ == "__main__":
+    main()
