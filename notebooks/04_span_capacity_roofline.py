@@ -234,12 +234,37 @@ print(viz.record_status(prev2[0]))
 print(proofs.format_table(viz.old_new_rows(prev2)))
 
 # %% [markdown]
+# Then the bracket's steps. On the 8192- and 32768-word tiles they took 4-7 interpolating steps, each a compare and a
+# count over the whole row. Now the first step counts two words at once, placed around rank k by a normal law fitted
+# to the row's finite scores (their sum and sum of squares, taken as the row loads); on bell-shaped rows that one step
+# closes the middle, and since the counts stay exact a poor fit only costs steps. The interpolation estimate also
+# became a float32 product instead of an int64 division. The package at the commit before against this one:
+
+# %%
+prev3 = [viz.load_records(f"k_large/select_ab_f8e2ef0_k{kk}") for kk in (2048, 512)]
+print(viz.record_status(prev3[0]))
+print(proofs.format_table(viz.old_new_rows(prev3)))
+
+# %% [markdown]
 # **What it means.** Large k is a different algorithm, picked from shapes alone. It is not a bigger sort. Below SM/6
 # rows of 256K the split radix select keeps every SM busy; from SM/6 rows, and at any row count when the rows are
 # 2048-8192 blocks wide, one register-resident row per SM is faster. What is left is one SM's work per row: at 256K
-# about 28 µs (load, bracket steps, the pass, the middle's search), one program per SM (the tile takes the register
-# file), so 640 rows run in five waves; `notes/select_kernel.md` gives the measured phases. The 16K rows at 128-640
-# rows lost 6-8% to the new pass (a row there is one word a thread per chunk, so a thread's own count saves nothing).
+# about 25 µs, one program per SM (the tile takes the register file), so 640 rows run in five waves. Cutting the
+# kernel after each stage (`scripts/gpu_bisect_stages.py`) shows where a wave goes:
+
+# %%
+stages = viz.load_records("k_large/bisect_stages_f839bb0")
+print(viz.record_status(stages))
+if stages[0]:
+    print(proofs.format_table([{k: "-" if r[k] is None else r[k]
+                                for k in ("dist", "k", "variant", "median_us", "per_wave_us", "check")}
+                               for r in stages[0]]))
+
+# %% [markdown]
+# Loading the row with its first counts is about a third of a wave, and prefetching the next wave's rows into L2
+# (`middle_pf`) does not shorten it. Under 100 µs at 640 rows would need the bracket, the pass and the middle in
+# about 11 µs a wave where they take 16, or two rows in flight per SM, which a register-resident row does not leave
+# room for.
 # %%
 tune16 = viz.load_records(dev("K"))
 print(viz.record_label(tune16[1], tune16[2]) if tune16[0] else "NO RECORD")
