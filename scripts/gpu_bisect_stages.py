@@ -22,7 +22,7 @@ import triton.language as tl  # noqa: E402
 
 from dsa_lab.bench import data, timing  # noqa: E402
 from dsa_lab.kernels import bisect as B  # noqa: E402
-from dsa_lab.kernels.common import fill_tail, tl_ordered_hi  # noqa: E402
+from dsa_lab.kernels.common import fill_tail  # noqa: E402
 
 
 @triton.jit
@@ -72,26 +72,7 @@ def _cut_kernel(src_ptr, src_stride, out_ptr, mid_ptr, n, k, rows, pf_step, STOP
         if STOP == 2:
             tl.store(orow, c_lo + c_hi + one.to(tl.int32))
         else:
-            need = k - c_hi
-            nm = c_lo - c_hi
-            if (not one) & (nm > 0) & (need > 0):
-                tl.debug_barrier()
-                j = tl.arange(0, MC)
-                mc = tl.load(mrow + j, mask=j < nm, other=0)
-                w = tl_ordered_hi(tl.load(src_ptr + row_off + mc, mask=j < nm, other=float("-inf")))
-                A, T, nt = B._kth(w, nm, need)
-                eq = (w == T) & (w < A)
-                cut = L
-                go = tl.sum(eq.to(tl.int32)) > nt
-                c_a = tl.zeros([], tl.int32)
-                while go:
-                    cm = (c_a + cut) >> 1
-                    c = tl.sum((eq & (mc < cm)).to(tl.int32))
-                    cut = tl.where(c >= nt, cm, cut)
-                    c_a = tl.where(c >= nt, c_a, cm)
-                    go = (cut - c_a > 1) & (c != nt)
-                sel = (w >= A) | (eq & (mc < cut))
-                tl.store(orow + c_hi + tl.cumsum(sel.to(tl.int32), 0) - 1, mc, mask=sel)
+            B._middle(src_ptr, row_off, orow, mrow, L, k, c_lo, c_hi, one, MC)
             fill_tail(out_ptr, row.to(tl.int64) * k, tl.minimum(c_lo, k), k, KT)
 
 

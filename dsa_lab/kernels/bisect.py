@@ -308,6 +308,34 @@ def _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC: tl.constexpr, W: t
     return c_lo, c_hi, one
 
 
+@triton.jit
+def _middle(src_ptr, row_off, orow, mrow, L, k, c_lo, c_hi, one, MC: tl.constexpr):
+    """Stage 3, after :func:`_bracket_and_pass`: the middle's ``c_lo - c_hi`` columns (in ``mrow``, any order) searched
+    for its ``(k - c_hi)``-th word; its picks written to ``orow`` after the ``c_hi`` already there.  Nothing to do
+    when the pass wrote the middle itself (``one``) or no pick is left."""
+    need = k - c_hi
+    nm = c_lo - c_hi
+    if (not one) & (nm > 0) & (need > 0):
+        tl.debug_barrier()  # the middle's columns, written by every thread, are read by every thread
+        j = tl.arange(0, MC)
+        mc = tl.load(mrow + j, mask=j < nm, other=0)
+        w = tl_ordered_hi(tl.load(src_ptr + row_off + mc, mask=j < nm, other=float("-inf")))
+        A, T, nt = _kth(w, nm, need)
+        eq = (w == T) & (w < A)
+        # ties straddling the k-th: the first `nt` columns (the scratch is not in column order), by bisection
+        cut = L
+        go = tl.sum(eq.to(tl.int32)) > nt
+        c_a = tl.zeros([], tl.int32)
+        while go:
+            cm = (c_a + cut) >> 1
+            c = tl.sum((eq & (mc < cm)).to(tl.int32))
+            cut = tl.where(c >= nt, cm, cut)
+            c_a = tl.where(c >= nt, c_a, cm)
+            go = (cut - c_a > 1) & (c != nt)
+        sel = (w >= A) | (eq & (mc < cut))
+        tl.store(orow + c_hi + tl.cumsum(sel.to(tl.int32), 0) - 1, mc, mask=sel)
+
+
 @triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "has_len", "has_start"])
 def _bisect_kernel(src_ptr, src_stride, len_ptr, start_ptr, out_ptr, mid_ptr, flags_ptr, n, width, k, rr, has_len,
                    has_start, BLOCKS: tl.constexpr, BS: tl.constexpr, FLAGS: tl.constexpr, ALIGNED: tl.constexpr,
@@ -334,27 +362,7 @@ def _bisect_kernel(src_ptr, src_stride, len_ptr, start_ptr, out_ptr, mid_ptr, fl
         c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 8192, MC, False, MODEL, WS, NW)
     else:
         c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 32768, MC, True, MODEL, WS, NW)
-    need = k - c_hi
-    nm = c_lo - c_hi
-    if (not one) & (nm > 0) & (need > 0):
-        tl.debug_barrier()  # the middle's columns, written by every thread, are read by every thread
-        j = tl.arange(0, MC)
-        mc = tl.load(mrow + j, mask=j < nm, other=0)
-        w = tl_ordered_hi(tl.load(src_ptr + row_off + mc, mask=j < nm, other=float("-inf")))
-        A, T, nt = _kth(w, nm, need)
-        eq = (w == T) & (w < A)
-        # ties straddling the k-th: the first `nt` columns (the scratch is not in column order), by bisection
-        cut = L
-        go = tl.sum(eq.to(tl.int32)) > nt
-        c_a = tl.zeros([], tl.int32)
-        while go:
-            cm = (c_a + cut) >> 1
-            c = tl.sum((eq & (mc < cm)).to(tl.int32))
-            cut = tl.where(c >= nt, cm, cut)
-            c_a = tl.where(c >= nt, c_a, cm)
-            go = (cut - c_a > 1) & (c != nt)
-        sel = (w >= A) | (eq & (mc < cut))
-        tl.store(orow + c_hi + tl.cumsum(sel.to(tl.int32), 0) - 1, mc, mask=sel)
+    _middle(src_ptr, row_off, orow, mrow, L, k, c_lo, c_hi, one, MC)
     fill_tail(out_ptr, row.to(tl.int64) * k, tl.minimum(c_lo, k), k, KT)
     if FLAGS:
         tl.debug_barrier()  # the ids were written by every thread
