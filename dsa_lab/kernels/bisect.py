@@ -344,7 +344,8 @@ def _bisect_kernel(src_ptr, src_stride, len_ptr, start_ptr, out_ptr, mid_ptr, fl
     """Grid ``(rows,)``: row ``r``'s ids to ``out[r, :k]`` (every slot), ``mid[r, :MC]`` its scratch; with
     ``FLAGS`` its selected blocks' flags set (already zeroed by an earlier launch).  ``ALIGNED``: the source's row
     stride is a multiple of 16.  ``GDC``: launched as a programmatic dependent of the scores launch (the bounds are
-    read before the wait)."""
+    read before the wait).  ``MODEL``: the wider tiles' first step from a fitted normal law (set by the launcher
+    where the warp is 32 lanes: on the 64-lane AMD targets its registers spill)."""
     row = tl.program_id(0)
     L, start, end = row_extent(row, len_ptr, start_ptr, n, width, rr, has_len, has_start, BLOCKS, BS)
     if GDC:
