@@ -94,7 +94,7 @@ def select_algo(rows: int, n: int, k: int, sm_count: int) -> str:
     """``"bisect"``, ``"radix"`` or ``"hier"`` for a select of ``k`` from ``n`` columns over ``rows`` rows."""
     kp = np2(max(k, 2))
     few_cols = BISECT_ANY_ROWS[0] <= n <= BISECT_ANY_ROWS[1]
-    if kp >= RADIX_PAR_MIN_KP and n <= _bisect.MAX_COLS and k <= _bisect.MAX_K and (few_cols or rows >= BISECT_MIN_ROWS_PER_SM * sm_count):
+    if kp >= RADIX_PAR_MIN_KP and n <= _bisect.MAX_COLS and (few_cols or rows >= BISECT_MIN_ROWS_PER_SM * sm_count):
         return "bisect"
     if kp >= RADIX_MIN_KP or (kp >= RADIX_PAR_MIN_KP and split_programs(rows, n, sm_count) > 1):
         return "radix"

@@ -1,32 +1,31 @@
-"""Top-k by bisecting the k-th word, bracketed: the select for ``257 <= k <=`` :data:`MAX_K` from SM/6 rows (from one
-row on rows of 2048-8192 columns), rows of at most :data:`MAX_COLS` columns (every decode row: 32768 blocks at
-262144 tokens).
+"""Top-k by bisecting the k-th word, bracketed: the select for ``k > 256`` from SM/6 rows (from one row on rows of
+2048-8192 columns), rows of at most :data:`MAX_COLS` columns (every decode row: 32768 blocks at 262144 tokens).
 
 One program per row loads the row's live extent once into registers as signed ordered words (the contract's order,
 NaN on top), in a tile chosen on the device by the live length (2048, 8192 or 32768 words; one compiled kernel):
 
 1. **Bracket.**  Steps on the word's value, each a compare and a count over the registers, keep exact counts
    ``c_lo = count(>= lo) >= k > c_hi = count(>= hi)``.  On the wider tiles they stop as soon as the *middle*
-   ``[lo, hi)`` holds at most ``CAP`` words, long before the k-th word is isolated.  There (warp size 32) the first
+   ``[lo, hi)`` holds at most ``MC`` words, long before the k-th word is isolated.  There (warp size 32) the first
    step counts two words at once, where a normal law fitted to the row's finite scores (their mean and spread,
    summed as the row loads) puts ranks just above and below ``k``: on bell-shaped rows that one step closes the
    middle.  Further steps interpolate between the counts (on the widest tile) while that keeps halving the middle.
-   On the 2048-word tile the first bracket (the row's extremes) already holds at most ``CAP`` words.
-2. **One pass over the registers.**  Every word at or above ``lo`` (the ``c_lo`` of them: the picks and the
-   middle) goes to a per-row scratch with its column, positions thread by thread (each thread counts its words,
-   one scan of one count a thread, then its words in order).  A tied ``lo`` wider than what is left to pick keeps
-   only its first columns (found from counts per group of consecutive columns), so the scratch then holds exactly
-   the picks.
-3. **The picks.**  The scratch (at most ``k + CAP`` words) is read back as one tile; when it holds more than ``k``
-   words, bisecting inside ``[lo, hi)`` finds the k-th word (ties straddling it: the smaller columns, bisecting on
-   the column: the scratch is not in column order); the picks are written out, and with ``FLAGS`` their blocks'
-   flags set, from that tile.
+   On the 2048-word tile a step costs no more than one over a middle, so the bracket goes on to the k-th word.
+2. **One pass over the registers.**  Positions thread by thread (each thread counts its own words, one scan of one
+   value a thread, then its words in order): the ``c_hi`` words above the middle go straight to their output slots
+   (every one of them is a pick), the middle's columns to a per-row scratch of ``MC`` slots.  A middle of one value
+   (ties: its first ``k - c_hi`` columns, found from counts per group of consecutive columns) or of picks only goes
+   straight to the output.
+3. **The middle.**  Its words (gathered again by column, from L2) are few, so bisecting for its ``(k - c_hi)``-th
+   word costs a small tile per step; its picks follow the ``c_hi`` already written (ties straddling the k-th: the
+   smaller columns, bisecting on the column again: the scratch is not in column order).
 
 Every count is exact: the values change the number of steps (at most 32 per stage, about twice that where
-interpolating steps fail, one more where the fitted law misses), never the result.  The tiles are ``[warp size,
-warps, n / threads]`` (a warp's lanes on consecutive columns, a thread's words along the last axis) whose columns
-the compiler cannot prove contiguous (:func:`_cols`): the loads then take the layout the scattered stores need, and
-no tile is converted between layouts on the way.
+interpolating steps fail, one more where the fitted law misses), never the result.  With ``FLAGS`` the selected
+blocks' flags are set from the written ids at the end.  The tiles are ``[warp size, warps, n / threads]`` (a warp's
+lanes on consecutive columns, a thread's words along the last axis) whose columns the compiler cannot prove
+contiguous: the loads then take the layout the scattered output stores need, and no tile is converted between
+layouts on the way (:func:`_cols`).
 """
 from __future__ import annotations
 
@@ -40,12 +39,11 @@ from .common import NEG_HI as NEG
 from .common import tl_cuda as _tl_cuda
 
 MAX_COLS = 32768  # the widest register tile: rows of more live columns take the radix select
-MAX_K = 2048  # the largest k it takes: the scratch holds k + MID_CAP words (larger k: the radix select)
 MID_CAP = 2048
-ST = MAX_K + MID_CAP  # scratch slots a row, and the tile the picks are read back in
 THREADS = 512  # a program: 16 warps of 32 (CUDA), 8 waves of 64 (ROCm, where 16 waves leave 128 VGPRs a lane)
 KT = 1024
 INF_WORD = tl.constexpr(0x7F800000)  # the ordered word of +inf (NaN's is 0x7FFFFFFF)
+PROBES = tl.constexpr(16)  # words a step of the middle's search counts at once
 
 
 @triton.jit
@@ -61,16 +59,60 @@ def _probe(lo, hi, c_lo, c_hi, t, interp):
 
 
 @triton.jit
-def _cols(c0, one, CW: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr):
+def _kth(v, k, lo, hi, c_lo, c_hi, NT: tl.constexpr, LADDER: tl.constexpr):
+    """The bracket ``[lo, hi)`` (int64; ``count(v >= lo) = c_lo >= k > c_hi = count(v >= hi)`` over the words of the
+    1-D tile ``v``, padded below ``lo``) closed on the k-th largest word: returns the final ``(lo, hi, c_lo, c_hi)``,
+    where ``c_lo == k`` (the k largest are the words ``>= lo``) or ``hi == lo + 1`` (the k-th largest is ``lo``, the
+    ``c_hi < k`` words above it the rest of the k).  A step counts ``NT`` words in one reduction: with ``LADDER``,
+    where interpolating the counts puts ranks ``k -+ 1, 2, 4, ...`` (on evenly spread words the next bracket holds
+    a few words) while that keeps shrinking the bracket's count fourfold, else spread evenly over the bracket (a
+    bracket ``W`` wide then closes in about log_(NT + 1) W steps; bisection: log_2 W)."""
+    jt = tl.arange(0, NT)
+    e = tl.where(jt < NT // 2, NT // 2 - 1 - jt, jt - NT // 2)
+    d = tl.where(jt < NT // 2, -(1 << e), 1 << e).to(tl.float32)  # rank offsets -2^(NT/2 - 1) .. -1, 1 .. 2^(NT/2 - 1)
+    ladder = tl.zeros([], tl.int32) + LADDER
+    go = (hi - lo > 1) & (c_lo != k)
+    while go:
+        # the NT words as float offsets above lo (monotone in j whatever the rounding), then exact int32 words
+        span = hi - lo - 1
+        spf = span.to(tl.float32)
+        f = 1.0 + jt.to(tl.float32) * (spf / NT)  # evenly inside (lo, hi): every word of it when it is narrow
+        if LADDER:
+            g = (spf + 1.0) / (c_lo - c_hi).to(tl.float32)  # value per rank
+            f = tl.where((ladder != 0) & (span > NT), ((c_lo - k).to(tl.float32) + d) * g, f)
+        off = tl.minimum(tl.minimum(tl.maximum(f, 1.0), spf).to(tl.uint32), span.to(tl.uint32))
+        t = (lo.to(tl.int32).to(tl.uint32, bitcast=True) + off).to(tl.int32, bitcast=True)  # (lo < t < hi <= 2**31)
+        cnt = tl.sum((v[None, :] >= t[:, None]).to(tl.int32), 1)
+        n0 = c_lo - c_hi
+        # the counts fall as t rises; only reductions of cnt follow (the vector keeps the reduction's layout)
+        keep = cnt >= k
+        lo = tl.max(tl.where(keep, t.to(tl.int64), lo), 0)
+        hi = tl.min(tl.where(keep, hi, t.to(tl.int64)), 0)
+        c_lo = tl.min(tl.where(keep, cnt, c_lo), 0)
+        c_hi = tl.max(tl.where(keep, c_hi, cnt), 0)
+        ladder = (4 * (c_lo - c_hi) <= n0).to(tl.int32) * LADDER
+        go = (hi - lo > 1) & (c_lo != k)
+    return lo, hi, c_lo, c_hi
+
+
+@triton.jit
+def _init_parts(h):
+    """Per word: (candidate + (at least +inf) << 16, candidate word or max, word below +inf or NEG)."""
+    cand = h > NEG
+    return (cand.to(tl.int32) + ((h >= INF_WORD).to(tl.int32) << 16), tl.where(cand, h, 0x7FFFFFFF),
+            tl.where(h < INF_WORD, h, NEG))
+
+
+@triton.jit
+def _cols(c0, L, CW: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr):
     """Columns ``[c0, c0 + CW)`` as a ``[WS, NW, CW / (WS * NW)]`` tile: ``t[i, w, j] = c0 + i + WS (w + NW j)``,
-    lane ``i`` of warp ``w`` holding the third axis (a warp's lanes along consecutive columns: coalesced).  A
-    thread's first column is multiplied by ``one``, a run-time 1, so the compiler cannot see the tile as contiguous
-    (the loads then keep the layout the scattered stores need, and no tile changes layout on the way), while a
-    thread's words stay constant offsets from it (each load an immediate offset from one address).  The loads and
-    the stores get different ones: the columns are computed again for the stores, not held from the loads."""
+    lane ``i`` of warp ``w`` holding the third axis (a warp's lanes along consecutive columns: coalesced).  Multiplied
+    by a run-time one, so the compiler cannot see them as contiguous: the loads then keep the layout the output stores
+    need, and no tile changes layout on the way."""
+    one = (L >= 0).to(tl.int32)
     R: tl.constexpr = CW // (WS * NW)
-    tc = (tl.arange(0, WS)[:, None, None] + tl.arange(0, NW)[None, :, None] * WS) * one
-    return tc + (c0 + tl.arange(0, R)[None, None, :] * (WS * NW))
+    t = tl.arange(0, WS)[:, None, None] + (tl.arange(0, NW)[None, :, None] + tl.arange(0, R)[None, None, :] * NW) * WS
+    return c0 + t * one
 
 
 @triton.jit
@@ -78,28 +120,14 @@ def _words(src_ptr, row_off, c0, L, CW: tl.constexpr, WS: tl.constexpr, NW: tl.c
     """Ordered words of columns ``[c0, c0 + CW)`` as a tile of :func:`_cols` (past ``L``: ``NEG``), and with ``MOM``
     each thread's sums of its finite scores and of their squares (``[WS, NW]``: the moments :func:`_model_probes`
     fits; zeros without)."""
-    one = (L >= 0).to(tl.int32)
-    R: tl.constexpr = CW // (WS * NW)
-    off = c0 + tl.arange(0, R)[None, None, :] * (WS * NW)
-    tc = _cols(0, one, WS * NW, WS, NW)  # [WS, NW, 1]: each thread's first column
-    x = tl.load(src_ptr + row_off + (tc + off), mask=off < L - tc, other=float("-inf"))  # (compares to constants)
+    cols = _cols(c0, L, CW, WS, NW)
+    x = tl.load(src_ptr + row_off + cols, mask=cols < L, other=float("-inf"))
     h = tl_ordered_hi(x)
     if MOM:
-        xf = tl.where(tl.abs(x) < float("inf"), x, 0.0)
+        xf = tl.where((h > NEG) & (h < INF_WORD), x, 0.0)
         return h, tl.sum(xf, 2), tl.sum(xf * xf, 2)
     else:
         return h, tl.zeros([WS, NW], tl.float32), tl.zeros([WS, NW], tl.float32)
-
-
-@triton.jit
-def _init_parts(h):
-    """Per thread: its candidates + (its words at least +inf) << 16; the least of its candidates' offsets above
-    ``-inf`` (uint32: ``-inf`` wraps to the top); the greatest of its words' offsets from ``+inf`` (uint32: ``+inf``
-    and NaN fall below every finite word's)."""
-    c = tl.sum((h > NEG).to(tl.int32) + ((h >= INF_WORD).to(tl.int32) << 16), 2)
-    mn = tl.min((h - (NEG + 1)).to(tl.uint32, bitcast=True), 2)
-    mx = tl.max((h - INF_WORD).to(tl.uint32, bitcast=True), 2)
-    return c, mn, mx
 
 
 @triton.jit
@@ -110,7 +138,6 @@ def _upper_z(q):
     t = tl.sqrt(-2.0 * tl.log(p))
     z = t - (2.515517 + t * (0.802853 + t * 0.010328)) / (1.0 + t * (1.432788 + t * (0.189269 + t * 0.001308)))
     return tl.where(q <= 0.5, z, -z)
-
 
 
 @triton.jit
@@ -134,13 +161,11 @@ def _model_probes(lo, hi, c_lo, c_hi, k, s1, s2, CAP: tl.constexpr):
     return tl.minimum(m1, m2), tl.maximum(m1, m2)
 
 
-
 @triton.jit
 def _ge(h0, h1, h2, h3, t):
     """How many words of the four chunks are ``>= t``."""
     c = (h0 >= t).to(tl.int32) + (h1 >= t).to(tl.int32) + (h2 >= t).to(tl.int32) + (h3 >= t).to(tl.int32)
     return tl.sum(c)
-
 
 
 @triton.jit
@@ -153,6 +178,26 @@ def _ge2(h0, h1, h2, h3, t1, t2):
     p = tl.sum(c)
     return p & 0xFFFF, (p >> 16) & 0xFFFF
 
+
+@triton.jit
+def _emit_chunk(h, c0, L, orow, mrow, lo, hi1, c_hi, one, cut, a_seen, m_seen, MC: tl.constexpr, CW: tl.constexpr,
+                WS: tl.constexpr, NW: tl.constexpr):
+    """Stage 2 over one chunk: its words ``> hi1`` after the ``a_seen`` before it, its middle ``[lo, hi1]`` (columns
+    below ``cut``) after ``m_seen`` (to ``mrow``, or with ``one`` to ``orow`` after the ``c_hi``).  Positions go
+    thread by thread (a thread's words in order after the counts of the threads before it: one scan of one value a
+    thread), not in column order.  Returns both counts."""
+    cols = _cols(c0, L, CW, WS, NW)
+    up = h > hi1
+    md = (h >= lo) & (h <= hi1) & (cols < cut)  # lo > NEG: masked lanes never
+    v = up.to(tl.int32) + (md.to(tl.int32) << 16)  # both counts of a chunk fit 16 bits
+    tt = tl.sum(v, 2, keep_dims=True)  # a thread's own words (3-d tiles all along: scans without conversions)
+    wt = tl.sum(tt, 0, keep_dims=True)
+    cs = tl.cumsum(v, 2) - v + (tl.cumsum(tt, 0) - tt) + (tl.cumsum(wt, 1) - wt)
+    pm = m_seen + (cs >> 16)
+    tl.store(orow + a_seen + (cs & 0xFFFF), cols, mask=up)
+    tl.store(tl.where(one, orow + c_hi, mrow) + pm, cols, mask=md & (pm < tl.where(one, 1 << 30, MC)))
+    ts = tl.sum(wt)
+    return a_seen + (ts & 0xFFFF), m_seen + (ts >> 16)
 
 
 @triton.jit
@@ -179,69 +224,13 @@ def _tie_cut(h0, h1, h2, h3, T, need, L, CW: tl.constexpr, WS: tl.constexpr, NW:
     return tl.max(tl.where((e > 0) & (rank == ns), col, -1)) + 1
 
 
-
 @triton.jit
-def _put(h, c0, one, lo, cut, base, srow, CW: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr, ST: tl.constexpr,
-         TIE: tl.constexpr):
-    """One chunk of stage 2: its words ``>= lo`` (with ``TIE``, those equal to ``lo`` at columns below ``cut`` only)
-    to the scratch after slot ``base`` (``[WS, NW, 1]``: the thread's last one so far; columns to ``srow``, words to
-    ``srow + ST``), a thread's words in order; returns the next base."""
-    cols = _cols(c0, one, CW, WS, NW)
-    lo1 = lo + 1 - one  # lo again, opaque: the stores' masks are compared anew, each just before its store
-    if TIE:  # (lo tied: its columns from cut on are not picks)
-        s = (h >= lo) & ((h != lo) | (cols < cut))
-        sm = (h >= lo1) & ((h != lo1) | (cols < cut))
-    else:
-        s = h >= lo
-        sm = h >= lo1
-    si = s.to(tl.int32)
-    pos = base + tl.cumsum(si, 2)  # (base: the slot before the thread's first)
-    tl.store(srow + pos, cols, mask=sm)
-    tl.store(srow + ST + pos, h, mask=sm)
-    return base + tl.sum(si, 2, keep_dims=True)
-
-
-@triton.jit
-def _pass(h0, h1, h2, h3, lo, cut, L, srow, CW: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr, ST: tl.constexpr,
-          TIE: tl.constexpr):
-    """Stage 2: the words ``>= lo`` of the four chunks (with ``TIE``: those equal to ``lo`` at columns below
-    ``cut`` only) to the scratch row, positions thread by thread (a thread's count, one scan over lanes then warps,
-    then its words in order)."""
-    one = (L <= 32768).to(tl.int32)  # (a run-time 1 other than the loads': see _cols)
-    if TIE:
-        T = lo
-        n0 = tl.sum(((h0 > T) | ((h0 == T) & (_cols(0, one, CW, WS, NW) < cut))).to(tl.int32), 2, keep_dims=True)
-        n1 = tl.sum(((h1 > T) | ((h1 == T) & (_cols(CW, one, CW, WS, NW) < cut))).to(tl.int32), 2, keep_dims=True)
-        n2 = tl.sum(((h2 > T) | ((h2 == T) & (_cols(2 * CW, one, CW, WS, NW) < cut))).to(tl.int32), 2,
-                    keep_dims=True)
-        n3 = tl.sum(((h3 > T) | ((h3 == T) & (_cols(3 * CW, one, CW, WS, NW) < cut))).to(tl.int32), 2,
-                    keep_dims=True)
-    else:
-        n0 = tl.sum((h0 >= lo).to(tl.int32), 2, keep_dims=True)
-        n1 = tl.sum((h1 >= lo).to(tl.int32), 2, keep_dims=True)
-        n2 = tl.sum((h2 >= lo).to(tl.int32), 2, keep_dims=True)
-        n3 = tl.sum((h3 >= lo).to(tl.int32), 2, keep_dims=True)
-    tt = n0 + n1 + n2 + n3
-    wt = tl.sum(tt, 0, keep_dims=True)
-    base = tl.cumsum(tt, 0) - tt + (tl.cumsum(wt, 1) - wt) - 1
-    # lo and a run-time 1 that the compiler cannot know before the scan ends: the compares and columns are made
-    # again after it, not held across it (64 words a thread already fill the registers)
-    after = (base >= -1).to(tl.int32)
-    lo2 = lo + 1 - after
-    base = _put(h0, 0, after, lo2, cut, base, srow, CW, WS, NW, ST, TIE)
-    base = _put(h1, CW, after, lo2, cut, base, srow, CW, WS, NW, ST, TIE)
-    base = _put(h2, 2 * CW, after, lo2, cut, base, srow, CW, WS, NW, ST, TIE)
-    base = _put(h3, 3 * CW, after, lo2, cut, base, srow, CW, WS, NW, ST, TIE)
-
-
-@triton.jit
-def _bracket_and_pass(src_ptr, row_off, srow, L, k, W: tl.constexpr, CAP: tl.constexpr, IP: tl.constexpr,
-                      MODEL: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr, ST: tl.constexpr):
+def _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC: tl.constexpr, W: tl.constexpr, CAP: tl.constexpr,
+                      IP: tl.constexpr, MODEL: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr):
     """Stages 1 and 2 over a row of ``L <= W`` live columns, held as four ``W / 4``-column chunks (one pass over a
-    single ``W``-word tile would need more registers than a thread has): returns ``(lo, hi, c_lo, c_hi)``, the
-    ``c_lo`` words ``>= lo`` written to the scratch row ``srow`` (at most ``k + CAP``; exactly the picks when they
-    are at most ``k``: a row of at most ``k`` candidates, a count of exactly ``k``, or a tied ``lo`` cut to its
-    first columns)."""
+    single ``W``-word tile would need more registers than a thread has): returns ``(c_lo, c_hi, one)``; the ``c_hi``
+    words ``>= hi`` are written to ``orow``, and the middle's columns to ``mrow`` (or, ``one``, its first ``k - c_hi``
+    to ``orow`` after them).  A row of at most ``k`` candidates has every one of them written (``c_hi = c_lo``)."""
     CW: tl.constexpr = W // 4
     h0, p0, q0 = _words(src_ptr, row_off, 0, L, CW, WS, NW, MODEL)
     h1, p1, q1 = _words(src_ptr, row_off, CW, L, CW, WS, NW, MODEL)
@@ -254,9 +243,12 @@ def _bracket_and_pass(src_ptr, row_off, srow, L, k, W: tl.constexpr, CAP: tl.con
     a1, b1, f1 = _init_parts(h1)
     a2, b2, f2 = _init_parts(h2)
     a3, b3, f3 = _init_parts(h3)
-    cc = tl.sum(a0 + a1 + a2 + a3)
-    mn = (tl.min(tl.minimum(tl.minimum(b0, b1), tl.minimum(b2, b3))).to(tl.int32, bitcast=True) + (NEG + 1))
-    mf = (tl.max(tl.maximum(tl.maximum(f0, f1), tl.maximum(f2, f3))).to(tl.int32, bitcast=True) + INF_WORD)
+    aa = a0 + a1 + a2 + a3
+    bb = tl.minimum(tl.minimum(b0, b1), tl.minimum(b2, b3))
+    ff = tl.maximum(tl.maximum(f0, f1), tl.maximum(f2, f3))
+    cc = tl.sum(aa)
+    mn = tl.min(bb)
+    mf = tl.max(ff)
     ncand = cc & 0xFFFF
     ntop = (cc >> 16) & 0xFFFF  # (a count of 32768 in the high half sets the sign bit: masked)
     lo = mn.to(tl.int64)
@@ -306,79 +298,67 @@ def _bracket_and_pass(src_ptr, row_off, srow, L, k, W: tl.constexpr, CAP: tl.con
         c_hi = tl.where(big, c_hi, c)
         interp = ((interp == 0) | (2 * (c_lo - c_hi) <= w0)).to(tl.int32)
         go = (c_lo - c_hi > CAP) & (hi - lo > 1) & (c_lo != k)
-    few = ncand <= k  # every candidate is a pick
+    few = ncand <= k  # every candidate is a pick: all of them "above"
     lo = tl.where(few, NEG + 1, lo)
     hi = tl.where(few, NEG + 1, hi)
     c_hi = tl.where(few, ncand, c_hi)
     c_lo = tl.where(few, ncand, c_lo)
+    one = (hi - lo == 1) | (c_lo == k)  # a middle of one value (ties: the smaller columns) or of picks only
+    need = k - c_hi
     lo32 = lo.to(tl.int32)
-    # a tied lo wider than what is left to pick: only its first k - c_hi columns stay (the pass is not in column
-    # order, so the cut is found first)
-    tie = (hi - lo == 1) & (c_lo > k)
-    if tie:
-        cut = _tie_cut(h0, h1, h2, h3, lo32, k - c_hi, L, CW, WS, NW)
-        _pass(h0, h1, h2, h3, lo32, cut, L, srow, CW, WS, NW, ST, True)
-    else:
-        _pass(h0, h1, h2, h3, lo32, L, L, srow, CW, WS, NW, ST, False)
-    c_lo = tl.where(tie, k, c_lo)
-    return lo, hi, c_lo, c_hi
+    hi1 = (hi - 1).to(tl.int32)  # "h >= hi" as "h > hi - 1": hi may be 2**31
+    a = tl.zeros([], tl.int32)
+    m = tl.zeros([], tl.int32)
+    # one tied value wider than the need: its first `need` columns (the pass does not write in column order)
+    cut = L
+    if one & (c_lo - c_hi > need):
+        cut = _tie_cut(h0, h1, h2, h3, lo32, need, L, CW, WS, NW)
+    a, m = _emit_chunk(h0, 0, L, orow, mrow, lo32, hi1, c_hi, one, cut, a, m, MC, CW, WS, NW)
+    a, m = _emit_chunk(h1, CW, L, orow, mrow, lo32, hi1, c_hi, one, cut, a, m, MC, CW, WS, NW)
+    a, m = _emit_chunk(h2, 2 * CW, L, orow, mrow, lo32, hi1, c_hi, one, cut, a, m, MC, CW, WS, NW)
+    a, m = _emit_chunk(h3, 3 * CW, L, orow, mrow, lo32, hi1, c_hi, one, cut, a, m, MC, CW, WS, NW)
+    return c_lo, c_hi, one, lo, hi
 
 
 @triton.jit
-def _picks(srow, orow, flags_ptr, row, start, width, n, L, k, lo, hi, c_lo, c_hi, ST: tl.constexpr,
-           BS: tl.constexpr, FLAGS: tl.constexpr):
-    """Stage 3, after :func:`_bracket_and_pass`: the scratch's ``c_lo`` words read back as one tile; more than ``k``
-    of them: bisecting inside ``[lo, hi)`` for the k-th word, ties at it to the smaller columns; the picks written
-    to ``orow`` (any order), their blocks' flags set with ``FLAGS``.  Returns how many were written."""
-    tl.debug_barrier()  # the scratch, written by every thread, is read by every thread
-    j = tl.arange(0, ST)
-    m = j < c_lo
-    c = tl.load(srow + j, mask=m, other=0)
-    sel = m
-    if c_lo > k:
-        w = tl.load(srow + ST + j, mask=m, other=NEG)
-        go = hi - lo > 1
-        while go:
-            mid = (lo + hi) >> 1
-            cnt = tl.sum((w >= mid.to(tl.int32)).to(tl.int32))
-            big = cnt >= k
-            lo = tl.where(big, mid, lo)
-            c_lo = tl.where(big, cnt, c_lo)
-            hi = tl.where(big, hi, mid)
-            c_hi = tl.where(big, c_hi, cnt)
-            go = (hi - lo > 1) & (c_lo != k)
-        # every word >= hi (c_hi < k of them) and the first k - c_hi columns of the words equal to lo; all of the
-        # words >= lo when they are exactly k
-        exact = c_lo == k
-        eq = m & (w == tl.where(exact, NEG, lo.to(tl.int32)))  # (no word in the scratch is NEG)
-        nt = k - c_hi
+def _middle(src_ptr, row_off, orow, mrow, L, k, c_lo, c_hi, one, lo, hi, MC: tl.constexpr, NT: tl.constexpr):
+    """Stage 3, after :func:`_bracket_and_pass`: the middle's ``c_lo - c_hi`` columns (in ``mrow``, any order, their
+    words in ``[lo, hi)``) searched for its ``(k - c_hi)``-th word; its picks written to ``orow`` after the ``c_hi``
+    already there.  Nothing to do when the pass wrote the middle itself (``one``) or no pick is left."""
+    need = k - c_hi
+    nm = c_lo - c_hi
+    if (not one) & (nm > 0) & (need > 0):
+        tl.debug_barrier()  # the middle's columns, written by every thread, are read by every thread
+        j = tl.arange(0, MC)
+        mc = tl.load(mrow + j, mask=j < nm, other=0)
+        w = tl_ordered_hi(tl.load(src_ptr + row_off + mc, mask=j < nm, other=float("-inf")))
+        none = tl.zeros([], tl.int32)
+        lo, hi, m_lo, m_hi = _kth(w, need, lo, hi, nm, none, NT, True)
+        # the need largest: every word >= lo when they are exactly need, else every word >= hi and the first
+        # need - m_hi columns of the words equal to lo
+        exact = m_lo == need
+        eq = (j < nm) & (w == tl.where(exact, NEG, lo.to(tl.int32)))  # (no middle word is NEG)
+        nt = need - m_hi
         cut = L
-        c_a = tl.zeros([], tl.int32)
-        go = tl.sum(eq.to(tl.int32)) > nt
-        while go:
-            cm = (c_a + cut) >> 1
-            cc = tl.sum((eq & (c < cm)).to(tl.int32))
-            cut = tl.where(cc >= nt, cm, cut)
-            c_a = tl.where(cc >= nt, c_a, cm)
-            go = (cut - c_a > 1) & (cc != nt)
-        sel = (m & (w > (tl.where(exact, lo, hi) - 1).to(tl.int32))) | (eq & (c < cut))  # (hi may be 2**31)
-    tl.store(orow + tl.cumsum(sel.to(tl.int32), 0) - 1, c, mask=sel)
-    if FLAGS:
-        set_flags(flags_ptr, row, c, sel, start, width, n, BS)
-    return tl.minimum(c_lo, k)
+        ne = tl.sum(eq.to(tl.int32))
+        if ne > nt:  # ties straddling the k-th: the first nt columns (the scratch is not in column order)
+            c_first, c_next, c_all, c_none = _kth(tl.where(eq, -mc, -2147483648), nt, (1 - L).to(tl.int64),
+                                                  tl.zeros([], tl.int64) + 1, ne, none, NT, True)
+            cut = (1 - c_first).to(tl.int32)  # one past the nt-th smallest column
+        sel = (w > (tl.where(exact, lo, hi) - 1).to(tl.int32)) | (eq & (mc < cut))  # (hi may be 2**31)
+        tl.store(orow + c_hi + tl.cumsum(sel.to(tl.int32), 0) - 1, mc, mask=sel)
 
 
 @triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "has_len", "has_start"])
-def _bisect_kernel(src_ptr, src_stride, len_ptr, start_ptr, out_ptr, scr_ptr, flags_ptr, n, width, k, rr, has_len,
+def _bisect_kernel(src_ptr, src_stride, len_ptr, start_ptr, out_ptr, mid_ptr, flags_ptr, n, width, k, rr, has_len,
                    has_start, BLOCKS: tl.constexpr, BS: tl.constexpr, FLAGS: tl.constexpr, ALIGNED: tl.constexpr,
-                   GDC: tl.constexpr, MODEL: tl.constexpr, MC: tl.constexpr, ST: tl.constexpr, KT: tl.constexpr,
-                   WS: tl.constexpr, NW: tl.constexpr):
-    """Grid ``(rows,)``: row ``r``'s ids to ``out[r, :k]`` (every slot), ``scr[r, :2 ST]`` its scratch; with
+                   GDC: tl.constexpr, MODEL: tl.constexpr, MC: tl.constexpr, KT: tl.constexpr, WS: tl.constexpr,
+                   NW: tl.constexpr):
+    """Grid ``(rows,)``: row ``r``'s ids to ``out[r, :k]`` (every slot), ``mid[r, :MC]`` its scratch; with
     ``FLAGS`` its selected blocks' flags set (already zeroed by an earlier launch).  ``ALIGNED``: the source's row
     stride is a multiple of 16.  ``GDC``: launched as a programmatic dependent of the scores launch (the bounds are
     read before the wait).  ``MODEL``: the wider tiles' first step from a fitted normal law (set by the launcher
-    where the warp is 32 lanes: on the 64-lane AMD targets its registers spill).  ``MC``: the middle's capacity on
-    the wider tiles."""
+    where the warp is 32 lanes: on the 64-lane AMD targets its registers spill)."""
     row = tl.program_id(0)
     L, start, end = row_extent(row, len_ptr, start_ptr, n, width, rr, has_len, has_start, BLOCKS, BS)
     if GDC:
@@ -389,15 +369,24 @@ def _bisect_kernel(src_ptr, src_stride, len_ptr, start_ptr, out_ptr, scr_ptr, fl
     else:
         row_off = row.to(tl.int64) * src_stride
     orow = out_ptr + row.to(tl.int64) * k
-    srow = scr_ptr + row.to(tl.int64) * (2 * ST)
+    mrow = mid_ptr + row.to(tl.int64) * MC
     if L <= 2048:
-        lo, hi, c_lo, c_hi = _bracket_and_pass(src_ptr, row_off, srow, L, k, 2048, 2048, False, False, WS, NW, ST)
+        c_lo, c_hi, one, lo, hi = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 2048, MC, False, False,
+                                                      WS, NW)
     elif L <= 8192:
-        lo, hi, c_lo, c_hi = _bracket_and_pass(src_ptr, row_off, srow, L, k, 8192, MC, False, MODEL, WS, NW, ST)
+        c_lo, c_hi, one, lo, hi = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 8192, MC, False, MODEL,
+                                                      WS, NW)
     else:
-        lo, hi, c_lo, c_hi = _bracket_and_pass(src_ptr, row_off, srow, L, k, 32768, MC, True, MODEL, WS, NW, ST)
-    got = _picks(srow, orow, flags_ptr, row, start, width, n, L, k, lo, hi, c_lo, c_hi, ST, BS, FLAGS)
-    fill_tail(out_ptr, row.to(tl.int64) * k, got, k, KT)
+        c_lo, c_hi, one, lo, hi = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 32768, MC, True, MODEL,
+                                                      WS, NW)
+    _middle(src_ptr, row_off, orow, mrow, L, k, c_lo, c_hi, one, lo, hi, MC, PROBES)
+    fill_tail(out_ptr, row.to(tl.int64) * k, tl.minimum(c_lo, k), k, KT)
+    if FLAGS:
+        tl.debug_barrier()  # the ids were written by every thread
+        jk = tl.arange(0, KT)
+        for j0 in range(0, k, KT):
+            ids = tl.load(orow + j0 + jk, mask=j0 + jk < k, other=-1)
+            set_flags(flags_ptr, row, ids, ids >= 0, start, width, n, BS)
 
 
 def launch(src, len_t, start_t, out, flags, n, width, k, rr, *, blocks, bs, gdc=False, warp_size=32, num_warps=None,
@@ -405,24 +394,23 @@ def launch(src, len_t, start_t, out, flags, n, width, k, rr, *, blocks, bs, gdc=
     """Select into ``out`` (int32 ``[rows, k]``, every slot written), one program per row; ``flags`` (uint8
     ``[rows, n + 1]``, zeroed) or None; ``gdc``: a programmatic dependent of the previous launch (sm_90+);
     ``warp_size``: the device's (a program is :data:`THREADS` threads unless ``num_warps`` is given); ``mid_cap``:
-    the middle's capacity on the wider tiles (a test hook: small values reach the bracket's steps at interpreter
-    sizes).  Inputs checked by the caller; ``n <= MAX_COLS``, ``k <= MAX_K``."""
+    the middle's capacity (a test hook: small values reach the middle at interpreter sizes).  Inputs checked by the
+    caller; ``n <= MAX_COLS``."""
     rows = out.shape[0]
     if rows == 0:
         return out
     num_warps = num_warps or THREADS // int(warp_size)
     if n > MAX_COLS:
         raise ValueError(f"the bisect select takes rows of at most {MAX_COLS} columns, got {n}")
-    if k > MAX_K or mid_cap > MID_CAP:
-        raise ValueError(f"the bisect select takes k of at most {MAX_K} (a middle of at most {MID_CAP}), got k = {k}")
     dummy = out
-    scr = torch.empty((rows, 2 * ST), dtype=torch.int32, device=out.device)
+    mid = torch.empty((rows, mid_cap), dtype=torch.int32, device=out.device)
     gdc = bool(gdc) and GDC_OK
     extra = {"launch_pdl": True} if gdc else {}
     ws = THREADS // num_warps  # the tiles' first two axes hold THREADS slots: the warp size unless num_warps is forced
     run(_bisect_kernel, (rows,), src, src.stride(0), len_t if len_t is not None else dummy,
-        start_t if start_t is not None else dummy, out, scr, flags if flags is not None else out.view(torch.uint8),
+        start_t if start_t is not None else dummy, out, mid, flags if flags is not None else out.view(torch.uint8),
         n, width, k, rr, int(len_t is not None), int(start_t is not None), BLOCKS=bool(blocks), BS=int(bs),
         FLAGS=flags is not None, ALIGNED=src.stride(0) % 16 == 0 or rows == 1, GDC=gdc, MODEL=int(warp_size) == 32,
-        MC=mid_cap, ST=ST, KT=KT, WS=ws, NW=num_warps, num_warps=num_warps, **extra)
+        MC=mid_cap, KT=KT,
+        WS=ws, NW=num_warps, num_warps=num_warps, **extra)
     return out
