@@ -43,7 +43,6 @@ MID_CAP = 2048
 THREADS = 512  # a program: 16 warps of 32 (CUDA), 8 waves of 64 (ROCm, where 16 waves leave 128 VGPRs a lane)
 KT = 1024
 INF_WORD = tl.constexpr(0x7F800000)  # the ordered word of +inf (NaN's is 0x7FFFFFFF)
-PROBES = tl.constexpr(16)  # words a step of the middle's search counts at once
 
 
 @triton.jit
@@ -59,40 +58,29 @@ def _probe(lo, hi, c_lo, c_hi, t, interp):
 
 
 @triton.jit
-def _kth(v, k, lo, hi, c_lo, c_hi, NT: tl.constexpr, LADDER: tl.constexpr):
-    """The bracket ``[lo, hi)`` (int64; ``count(v >= lo) = c_lo >= k > c_hi = count(v >= hi)`` over the words of the
-    1-D tile ``v``, padded below ``lo``) closed on the k-th largest word: returns the final ``(lo, hi, c_lo, c_hi)``,
-    where ``c_lo == k`` (the k largest are the words ``>= lo``) or ``hi == lo + 1`` (the k-th largest is ``lo``, the
-    ``c_hi < k`` words above it the rest of the k).  A step counts ``NT`` words in one reduction: with ``LADDER``,
-    where interpolating the counts puts ranks ``k -+ 1, 2, 4, ...`` (on evenly spread words the next bracket holds
-    a few words) while that keeps shrinking the bracket's count fourfold, else spread evenly over the bracket (a
-    bracket ``W`` wide then closes in about log_(NT + 1) W steps; bisection: log_2 W)."""
-    jt = tl.arange(0, NT)
-    e = tl.where(jt < NT // 2, NT // 2 - 1 - jt, jt - NT // 2)
-    d = tl.where(jt < NT // 2, -(1 << e), 1 << e).to(tl.float32)  # rank offsets -2^(NT/2 - 1) .. -1, 1 .. 2^(NT/2 - 1)
-    ladder = tl.zeros([], tl.int32) + LADDER
-    go = (hi - lo > 1) & (c_lo != k)
+def _kth(h, n, k):
+    """``(A, T, need)`` of the words ``h`` (``NEG``: no word), ``n`` of them: the ``k`` largest are every word
+    ``>= A`` plus the first ``need`` (in ``h``'s order) equal to ``T``; all ``n`` when ``n <= k`` (``A = NEG + 1``).
+    Bisection, at most 32 steps."""
+    lo = tl.min(tl.where(h > NEG, h, 0x7FFFFFFF)).to(tl.int64)
+    hi = tl.max(h).to(tl.int64) + 1
+    c_hi = tl.zeros([], tl.int32)
+    exact = tl.zeros([], tl.int32)
+    go = (n > k) & (hi - lo > 1)
     while go:
-        # the NT words as float offsets above lo (monotone in j whatever the rounding), then exact int32 words
-        span = hi - lo - 1
-        spf = span.to(tl.float32)
-        f = 1.0 + jt.to(tl.float32) * (spf / NT)  # evenly inside (lo, hi): every word of it when it is narrow
-        if LADDER:
-            g = (spf + 1.0) / (c_lo - c_hi).to(tl.float32)  # value per rank
-            f = tl.where((ladder != 0) & (span > NT), ((c_lo - k).to(tl.float32) + d) * g, f)
-        off = tl.minimum(tl.minimum(tl.maximum(f, 1.0), spf).to(tl.uint32), span.to(tl.uint32))
-        t = (lo.to(tl.int32).to(tl.uint32, bitcast=True) + off).to(tl.int32, bitcast=True)  # (lo < t < hi <= 2**31)
-        cnt = tl.sum((v[None, :] >= t[:, None]).to(tl.int32), 1)
-        n0 = c_lo - c_hi
-        # the counts fall as t rises; only reductions of cnt follow (the vector keeps the reduction's layout)
-        keep = cnt >= k
-        lo = tl.max(tl.where(keep, t.to(tl.int64), lo), 0)
-        hi = tl.min(tl.where(keep, hi, t.to(tl.int64)), 0)
-        c_lo = tl.min(tl.where(keep, cnt, c_lo), 0)
-        c_hi = tl.max(tl.where(keep, c_hi, cnt), 0)
-        ladder = (4 * (c_lo - c_hi) <= n0).to(tl.int32) * LADDER
-        go = (hi - lo > 1) & (c_lo != k)
-    return lo, hi, c_lo, c_hi
+        mid = (lo + hi) >> 1
+        c = tl.sum((h >= mid.to(tl.int32)).to(tl.int32))
+        big = c >= k
+        lo = tl.where(big, mid, lo)
+        hi = tl.where(big, hi, mid)
+        c_hi = tl.where(big, c_hi, c)
+        exact = (c == k).to(tl.int32)
+        go = (hi - lo > 1) & (c != k)
+    A = tl.where(exact != 0, lo, hi)
+    need = tl.where(exact != 0, 0, k - c_hi)
+    A = tl.where(n > k, A, NEG + 1)
+    need = tl.where(n > k, need, 0)
+    return A, lo.to(tl.int32), need
 
 
 @triton.jit
@@ -317,14 +305,14 @@ def _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC: tl.constexpr, W: t
     a, m = _emit_chunk(h1, CW, L, orow, mrow, lo32, hi1, c_hi, one, cut, a, m, MC, CW, WS, NW)
     a, m = _emit_chunk(h2, 2 * CW, L, orow, mrow, lo32, hi1, c_hi, one, cut, a, m, MC, CW, WS, NW)
     a, m = _emit_chunk(h3, 3 * CW, L, orow, mrow, lo32, hi1, c_hi, one, cut, a, m, MC, CW, WS, NW)
-    return c_lo, c_hi, one, lo, hi
+    return c_lo, c_hi, one
 
 
 @triton.jit
-def _middle(src_ptr, row_off, orow, mrow, L, k, c_lo, c_hi, one, lo, hi, MC: tl.constexpr, NT: tl.constexpr):
-    """Stage 3, after :func:`_bracket_and_pass`: the middle's ``c_lo - c_hi`` columns (in ``mrow``, any order, their
-    words in ``[lo, hi)``) searched for its ``(k - c_hi)``-th word; its picks written to ``orow`` after the ``c_hi``
-    already there.  Nothing to do when the pass wrote the middle itself (``one``) or no pick is left."""
+def _middle(src_ptr, row_off, orow, mrow, L, k, c_lo, c_hi, one, MC: tl.constexpr):
+    """Stage 3, after :func:`_bracket_and_pass`: the middle's ``c_lo - c_hi`` columns (in ``mrow``, any order) searched
+    for its ``(k - c_hi)``-th word; its picks written to ``orow`` after the ``c_hi`` already there.  Nothing to do
+    when the pass wrote the middle itself (``one``) or no pick is left."""
     need = k - c_hi
     nm = c_lo - c_hi
     if (not one) & (nm > 0) & (need > 0):
@@ -332,20 +320,19 @@ def _middle(src_ptr, row_off, orow, mrow, L, k, c_lo, c_hi, one, lo, hi, MC: tl.
         j = tl.arange(0, MC)
         mc = tl.load(mrow + j, mask=j < nm, other=0)
         w = tl_ordered_hi(tl.load(src_ptr + row_off + mc, mask=j < nm, other=float("-inf")))
-        none = tl.zeros([], tl.int32)
-        lo, hi, m_lo, m_hi = _kth(w, need, lo, hi, nm, none, NT, True)
-        # the need largest: every word >= lo when they are exactly need, else every word >= hi and the first
-        # need - m_hi columns of the words equal to lo
-        exact = m_lo == need
-        eq = (j < nm) & (w == tl.where(exact, NEG, lo.to(tl.int32)))  # (no middle word is NEG)
-        nt = need - m_hi
+        A, T, nt = _kth(w, nm, need)
+        eq = (w == T) & (w < A)
+        # ties straddling the k-th: the first `nt` columns (the scratch is not in column order), by bisection
         cut = L
-        ne = tl.sum(eq.to(tl.int32))
-        if ne > nt:  # ties straddling the k-th: the first nt columns (the scratch is not in column order)
-            c_first, c_next, c_all, c_none = _kth(tl.where(eq, -mc, -2147483648), nt, (1 - L).to(tl.int64),
-                                                  tl.zeros([], tl.int64) + 1, ne, none, NT, True)
-            cut = (1 - c_first).to(tl.int32)  # one past the nt-th smallest column
-        sel = (w > (tl.where(exact, lo, hi) - 1).to(tl.int32)) | (eq & (mc < cut))  # (hi may be 2**31)
+        go = tl.sum(eq.to(tl.int32)) > nt
+        c_a = tl.zeros([], tl.int32)
+        while go:
+            cm = (c_a + cut) >> 1
+            c = tl.sum((eq & (mc < cm)).to(tl.int32))
+            cut = tl.where(c >= nt, cm, cut)
+            c_a = tl.where(c >= nt, c_a, cm)
+            go = (cut - c_a > 1) & (c != nt)
+        sel = (w >= A) | (eq & (mc < cut))
         tl.store(orow + c_hi + tl.cumsum(sel.to(tl.int32), 0) - 1, mc, mask=sel)
 
 
@@ -371,15 +358,12 @@ def _bisect_kernel(src_ptr, src_stride, len_ptr, start_ptr, out_ptr, mid_ptr, fl
     orow = out_ptr + row.to(tl.int64) * k
     mrow = mid_ptr + row.to(tl.int64) * MC
     if L <= 2048:
-        c_lo, c_hi, one, lo, hi = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 2048, MC, False, False,
-                                                      WS, NW)
+        c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 2048, 0, False, False, WS, NW)
     elif L <= 8192:
-        c_lo, c_hi, one, lo, hi = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 8192, MC, False, MODEL,
-                                                      WS, NW)
+        c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 8192, MC, False, MODEL, WS, NW)
     else:
-        c_lo, c_hi, one, lo, hi = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 32768, MC, True, MODEL,
-                                                      WS, NW)
-    _middle(src_ptr, row_off, orow, mrow, L, k, c_lo, c_hi, one, lo, hi, MC, PROBES)
+        c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 32768, MC, True, MODEL, WS, NW)
+    _middle(src_ptr, row_off, orow, mrow, L, k, c_lo, c_hi, one, MC)
     fill_tail(out_ptr, row.to(tl.int64) * k, tl.minimum(c_lo, k), k, KT)
     if FLAGS:
         tl.debug_barrier()  # the ids were written by every thread

@@ -1,0 +1,102 @@
+"""What bounds the bisect select at the widest register tile: Nsight Compute's counters of the product's launch
+(evidence for the notes; not product code).
+
+    python3 scripts/gpu_bisect_pipes.py OUT.csv [--cases 640x2048xnormal,640x2048xequal,640x512xnormal,132x2048xnormal]
+
+Each case is ``ROWSxKxDIST`` over rows of 32768 live columns (one program per row, one row per SM at a time): one
+``topk_select`` call (the dispatch's bisect launch), profiled by ``ncu --clock-control none`` (the card's clocks as
+found) with the time, the SM clock, the warp instructions executed (in all and per pipe), each pipe's active cycles,
+issue-slot use, active and eligible warps, and the stall reasons per issued instruction.  Writes one row per case and
+metric (``metric``, ``unit``, ``value``), the raw ``ncu --csv`` output beside it (``OUT.ncu.csv``), and the run's
+metadata.  Needs a CUDA GPU and ``ncu`` on the path.
+"""
+import argparse
+import csv
+import io
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+METRICS = [
+    "gpu__time_duration.sum",
+    "sm__cycles_elapsed.avg.per_second",
+    "smsp__inst_executed.sum",
+    "smsp__issue_active.avg.pct_of_peak_sustained_active",
+    "smsp__warps_active.avg.per_cycle_active",
+    "smsp__warps_eligible.avg.per_cycle_active",
+    r"regex:^smsp__inst_executed_pipe_[a-z0-9_]+\.sum$",
+    r"regex:^sm__pipe_[a-z0-9_]+_cycles_active\.avg\.pct_of_peak_sustained_active$",
+    r"regex:^smsp__average_warps_issue_stalled_[a-z_]+_per_issue_active\.ratio$",
+]
+N = 32768
+
+
+def cases_of(text):
+    out = []
+    for c in text.split(","):
+        rows, k, dist = c.split("x")
+        out.append((int(rows), int(k), dist))
+    return out
+
+
+def child(cases):
+    """One select call per case (the only launches of the bisect kernel in this process)."""
+    import torch
+
+    from dsa_lab.bench.shapes import fill
+    from dsa_lab.select import topk_select
+
+    for rows, k, dist in cases:
+        g = torch.Generator(device="cuda").manual_seed(rows * 31 + k)
+        x = fill(dist, rows, N, gen=g)
+        lens = torch.full((rows,), N, dtype=torch.int32, device="cuda")
+        topk_select(x, k, lengths=lens, impl="triton")
+        torch.cuda.synchronize()
+        print(f"case {rows}x{k}x{dist} launched", file=sys.stderr, flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("out", nargs="?")
+    ap.add_argument("--cases", default="640x2048xnormal,640x2048xequal,640x512xnormal,132x2048xnormal")
+    ap.add_argument("--child", action="store_true", help="(internal) the profiled process")
+    a = ap.parse_args()
+    cases = cases_of(a.cases)
+    if a.child:
+        child(cases)
+        return
+    from dsa_lab.bench import data
+
+    cmd = ["ncu", "--clock-control", "none", "--kernel-name", "regex:_bisect_kernel", "--csv", "--page", "raw",
+           "--metrics", ",".join(METRICS), sys.executable, os.path.abspath(__file__), "--child", "--cases", a.cases]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    sys.stderr.write(res.stderr[-4000:])
+    table = list(csv.reader(io.StringIO("\n".join(ln for ln in res.stdout.splitlines() if ln.startswith('"')))))
+    # the counters (names with "__") and the launch's shape; not the host or process columns
+    keep = [i for i, c in enumerate(table[0] if table else []) if "__" in c or c in ("Kernel Name", "Grid Size",
+                                                                                  "Block Size")]
+    base = a.out[:-4] if a.out.endswith(".csv") else a.out
+    with open(base + ".ncu.csv", "w", newline="") as f:
+        csv.writer(f).writerows([[r[i] for i in keep] for r in table])
+    meta = data.collect_metadata("python3 scripts/gpu_bisect_pipes.py " + " ".join(sys.argv[1:]),
+                                 {"ncu": " ".join(cmd[:9]), "cases": a.cases, "ncu_returncode": res.returncode})
+    data.save_meta(data.meta_path(a.out), meta)
+    if len(table) < 3:
+        raise SystemExit(f"ncu returned no counters (exit {res.returncode})")
+    names, units, launches = table[0], table[1], table[2:]
+    if len(launches) != len(cases):
+        raise SystemExit(f"{len(launches)} profiled launches for {len(cases)} cases")
+    t = names.index("gpu__time_duration.sum")
+    for (rows, k, dist), vals in zip(cases, launches):
+        for i in keep:
+            if "__" in names[i]:
+                data.append_row(a.out, dict(rows=rows, n=N, k=k, dist=dist, metric=names[i], unit=units[i],
+                                            value=vals[i].replace(",", ""), commit=meta.get("commit")))
+        print(f"{rows}x{k}x{dist}: {vals[t]} {units[t]}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
