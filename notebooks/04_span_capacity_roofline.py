@@ -265,6 +265,25 @@ if stages[0]:
 # (`middle_pf`) does not shorten it. Under 100 µs at 640 rows would need the bracket, the pass and the middle in
 # about 11 µs a wave where they take 16, or two rows in flight per SM, which a register-resident row does not leave
 # room for.
+#
+# What a wave does with its time, counted: Nsight Compute on the same launch (`scripts/gpu_bisect_pipes.py`, the
+# card's clocks as found). Per case: the profiled time, warp instructions per row and the ALU pipe's share of them,
+# how busy the ALU pipe and the issue slots were, eligible of resident warps per scheduler, and the largest stall
+# reasons (cycles a warp waited per instruction issued):
+
+# %%
+pipes = viz.load_records("k_large/bisect_pipes_601327a")
+print(viz.record_label(pipes[1], pipes[2]) if pipes[0] else "NO RECORD")
+if pipes[0]:
+    print(proofs.format_table(viz.pipe_rows(pipes[0])))
+
+# %% [markdown]
+# **What it means.** One program per row leaves 4 warps a scheduler, and the row's integer work (compares, selects,
+# counts: the ALU pipe, at half the FMA pipe's rate) keeps that pipe busy more than half of the kernel. At 640 rows
+# the ALU instructions alone take about 73 of the 134 profiled µs, and the loads, reductions and instruction fetch
+# around them are not hidden by 4 warps. At one wave (128 rows) the largest stall is fetching the row's unrolled
+# code. The two ways out measured so far lost (the table at the end): fewer ALU instructions through a scratch
+# round trip became waits on memory, and more words counted per search step added ALU work.
 # %%
 tune16 = viz.load_records(dev("K"))
 print(viz.record_label(tune16[1], tune16[2]) if tune16[0] else "NO RECORD")
@@ -503,6 +522,17 @@ TRIED = [  # (option, what it was, verdict, [(record, stage, baseline arm, candi
     ("stage-A launch at <= 32 registers", "the same launch as two half tiles in turn, or under maxnreg 32: 16 "
      "programs per SM, every stage-A grid in one wave", "not adopted: 1 row and 256K slower",
      [(dev("BC_full"), FULL, "new", "pkg_half"), (dev("BC_full"), FULL, "new", "pkg_r32")]),
+    ("bisect: one compaction pass", "k > 256: every word at or above the bracket's low end written once, with its "
+     "column, to a scratch; the picks found and written from that tile read back",
+     "reverted: 256K k = 512 faster, k = 2048 no faster from 128 rows, 16K-64K and the full stage slower; the ALU "
+     "work it saved became waits on memory",
+     [(dev("BD_select_k2048"), SEL, "old", "new"), (dev("BD_select_k512"), SEL, "old", "new"),
+      (dev("BD_full"), FULL, "old", "new")]),
+    ("bisect: 16 words a search step", "the middle's search counting 16 (or 8) words a reduction, laddered around "
+     "the interpolated k-th or spread evenly; the 2048-word tile through the middle or in registers (the fastest "
+     "variant per point)", "reverted: each step's compares cost more than the reductions it saved",
+     [(dev("BE_select_k2048"), SEL, "old", ("new", "pkg_n8", "pkg_uni", "pkg_c0", "pkg_ld")),
+      (dev("BE_select_k512"), SEL, "old", ("new", "pkg_n8", "pkg_uni", "pkg_c0", "pkg_ld"))]),
 ]
 tried = viz.tried_rows(TRIED)
 Markdown(report.table(list(tried[0]), [list(r.values()) for r in tried]))

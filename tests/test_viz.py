@@ -318,6 +318,29 @@ def test_old_new_rows_pair_by_point():
                                                                                         (1, 21.3, 16.0, 0.75)]
 
 
+def test_pipe_rows_one_line_per_case():
+    """The counters record, one line per case in its order: time in µs, warp instructions per row, the ALU share,
+    the pipe and issue percentages, eligible / resident warps, and the largest stalls without ``selected``."""
+    st = "smsp__average_warps_issue_stalled_"
+    def case(rows, k, us, inst, alu, stalls):
+        m = {"gpu__time_duration.sum": us * 1000, "smsp__inst_executed.sum": inst, "smsp__inst_executed_pipe_alu.sum": alu,
+             "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active": 57.8,
+             "smsp__issue_active.avg.pct_of_peak_sustained_active": 45.9,
+             "smsp__warps_eligible.avg.per_cycle_active": 1.19, "smsp__warps_active.avg.per_cycle_active": 4.0,
+             "launch__registers_per_thread": 128}
+        m.update({f"{st}{why}_per_issue_active.ratio": v for why, v in stalls.items()})
+        return [{"rows": rows, "n": 32768, "k": k, "dist": "normal", "metric": name, "value": v} for name, v in m.items()]
+    rec = (case(640, 2048, 134.4, 640 * 94000, 640 * 60000, {"selected": 1.0, "not_selected": 1.59, "wait": 1.37,
+                                                             "barrier": 0.47, "math_pipe_throttle": 1.44})
+           + case(128, 512, 39.7, 128 * 93000, 128 * 62000, {"no_instruction": 4.8, "selected": 1.0}))
+    got = viz.pipe_rows(rec, stalls=3)
+    assert [r["case"] for r in got] == ["640 x 32768, k = 2048, normal", "128 x 32768, k = 512, normal"]
+    assert got[0]["µs"] == 134.4 and got[0]["warp instr / row"] == 94000 and got[0]["ALU share"] == 0.64
+    assert got[0]["eligible / resident warps"] == "1.19 / 4.00"
+    assert got[0]["stalls (cycles / issue)"] == "not_selected 1.59, math_pipe_throttle 1.44, wait 1.37"
+    assert got[1]["stalls (cycles / issue)"] == "no_instruction 4.80"
+
+
 def test_ab_ratios_and_tried_rows(tmp_path):
     rows = [{"stage": "full", "k": 64, "dist": "normal", "context": c, "rows": n, "arm": a, "median_us": v, "check": "ok"}
             for c, n, a, v in ((4096, 1, "base", 10.0), (4096, 1, "c1", 12.0), (4096, 1, "c2", 11.0),

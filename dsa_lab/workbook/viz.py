@@ -354,6 +354,35 @@ def old_new_rows(records) -> list[dict]:
     return out
 
 
+_STALL = "smsp__average_warps_issue_stalled_"
+
+
+def pipe_rows(rows: list[dict], stalls: int = 4) -> list[dict]:
+    """The counters of a ``scripts/gpu_bisect_pipes.py`` record (one row per case and counter), one line per case in
+    the record's order: the profiled time, warp instructions per row and the ALU pipe's share of them, how busy the
+    ALU pipe and the issue slots were, eligible of resident warps per scheduler, and the ``stalls`` largest stall
+    reasons (cycles a warp waited per instruction issued; ``selected``, the issue itself, left out)."""
+    cases: dict = {}
+    for r in rows:
+        cases.setdefault((r["rows"], r["n"], r["k"], r["dist"]), {})[r["metric"]] = r["value"]
+    out = []
+    for (nrows, n, k, dist), m in cases.items():
+        inst = float(m["smsp__inst_executed.sum"])
+        reasons = {name[len(_STALL):].split("_per_issue")[0]: float(v) for name, v in m.items()
+                   if name.startswith(_STALL)}
+        st = sorted(((v, why) for why, v in reasons.items() if why != "selected"), reverse=True)
+        out.append({"case": f"{nrows} x {n}, k = {k}, {dist}",
+                    "µs": round(float(m["gpu__time_duration.sum"]) / 1000, 1),
+                    "warp instr / row": int(round(inst / nrows)),
+                    "ALU share": round(float(m["smsp__inst_executed_pipe_alu.sum"]) / inst, 2),
+                    "ALU pipe busy %": float(m["sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active"]),
+                    "issue busy %": float(m["smsp__issue_active.avg.pct_of_peak_sustained_active"]),
+                    "eligible / resident warps": f"{float(m['smsp__warps_eligible.avg.per_cycle_active']):.2f} / "
+                                                 f"{float(m['smsp__warps_active.avg.per_cycle_active']):.2f}",
+                    "stalls (cycles / issue)": ", ".join(f"{name} {v:.2f}" for v, name in st[:stalls])})
+    return out
+
+
 def tried_rows(experiments, *, gpu: str = "h200", root: Path | None = None) -> list[dict]:
     """The "what we tried" table: one row per experiment, each measured in dev runs against the kernel of its day.
 
