@@ -6,7 +6,8 @@
 
 Each case is ``ROWSxKxDIST`` over rows of 32768 live columns (one program per row, one row per SM at a time): one
 ``topk_select`` call (the dispatch's bisect launch), profiled by ``ncu --clock-control none`` (the card's clocks as
-found) with the time, the SM clock, the warp instructions executed (in all and per pipe), each pipe's active cycles,
+found; ``--cache-control none`` keeps the caches warm between its replay passes, as back-to-back calls find them)
+with the time, the SM clock, the warp instructions executed (in all and per pipe), each pipe's active cycles,
 issue-slot use, active and eligible warps, and the stall reasons per issued instruction.  Writes ``ncu``'s own CSV
 (``OUT.ncu.csv``, its counter and launch columns), one row per case and counter to ``OUT.csv`` (``metric``,
 ``unit``, ``value``; the SM, SMSP and GPU counters and the launch's registers, occupancy limits and waves) and the
@@ -90,6 +91,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out", nargs="?")
     ap.add_argument("--cases", default="640x2048xnormal,640x2048xequal,640x512xnormal,128x2048xnormal")
+    ap.add_argument("--cache-control", default="all", choices=("all", "none"),
+                    help="ncu's: all flushes the caches before each replay pass (cold: its default), none keeps them "
+                         "(warm, as CUDA-graph replays of one call run)")
     ap.add_argument("--parse", default=None, metavar="NCU_CSV",
                     help="write OUT.csv from this run's ncu output (its cases and commit from OUT.meta.json)")
     ap.add_argument("--child", action="store_true", help="(internal) the profiled process")
@@ -103,9 +107,9 @@ def main():
         meta = data.load_meta(data.meta_path(a.out))
         table = list(csv.reader(open(a.parse, newline="")))
     else:
-        cmd = ["ncu", "--clock-control", "none", "--kernel-name", "regex:_bisect_kernel", "--csv", "--page", "raw",
-               "--metrics", ",".join(METRICS), sys.executable, os.path.abspath(__file__), "--child", "--cases",
-               a.cases]
+        cmd = ["ncu", "--clock-control", "none", "--cache-control", a.cache_control, "--kernel-name",
+               "regex:_bisect_kernel", "--csv", "--page", "raw", "--metrics", ",".join(METRICS), sys.executable,
+               os.path.abspath(__file__), "--child", "--cases", a.cases]
         res = subprocess.run(cmd, capture_output=True, text=True)
         sys.stderr.write(res.stderr[-4000:])
         table = list(csv.reader(io.StringIO("\n".join(ln for ln in res.stdout.splitlines() if ln.startswith('"')))))
@@ -117,7 +121,8 @@ def main():
         with open(base + ".ncu.csv", "w", newline="") as f:
             csv.writer(f).writerows(table)
         meta = data.collect_metadata("python3 scripts/gpu_bisect_pipes.py " + " ".join(sys.argv[1:]),
-                                     {"ncu": " ".join(cmd[:9]), "cases": a.cases, "ncu_returncode": res.returncode})
+                                     {"ncu": " ".join(cmd[:11]), "cases": a.cases, "cache_control": a.cache_control,
+                                      "ncu_returncode": res.returncode})
         data.save_meta(data.meta_path(a.out), meta)
     cases = cases_of(meta.get("cases", a.cases))
     if os.path.exists(a.out):
