@@ -267,23 +267,28 @@ if stages[0]:
 # room for.
 #
 # What a wave does with its time, counted: Nsight Compute on the same launch (`scripts/gpu_bisect_pipes.py`, the
-# card's clocks as found). Per case: the profiled time, warp instructions per row and the ALU pipe's share of them,
-# how busy the ALU pipe and the issue slots were, eligible of resident warps per scheduler, and the largest stall
-# reasons (cycles a warp waited per instruction issued):
+# card's clocks as found), with the caches flushed before each of its replay passes (its default) and kept (as
+# back-to-back calls find them). Per case: the profiled time, warp instructions per row and the ALU pipe's share of
+# them, how busy the ALU pipe and the issue slots were, eligible of resident warps per scheduler, and the largest
+# stall reasons (cycles a warp waited per instruction issued):
 
 # %%
-pipes = viz.load_records("k_large/bisect_pipes_601327a")
-print(viz.record_label(pipes[1], pipes[2]) if pipes[0] else "NO RECORD")
-if pipes[0]:
-    print(proofs.format_table(viz.pipe_rows(pipes[0])))
+for name in ("k_large/bisect_pipes_601327a", "k_large/bisect_pipes_30373a5_warm"):
+    pipes = viz.load_records(name)
+    kept = (pipes[1] or {}).get("cache_control", "all") == "none"
+    print(viz.record_label(pipes[1], pipes[2]) if pipes[0] else "NO RECORD",
+          "· caches", "kept" if kept else "flushed", "between the profiler's passes")
+    if pipes[0]:
+        print(proofs.format_table(viz.pipe_rows(pipes[0])))
 
 # %% [markdown]
 # **What it means.** One program per row leaves 4 warps a scheduler, and the row's integer work (compares, selects,
 # counts: the ALU pipe, at half the FMA pipe's rate) keeps that pipe busy more than half of the kernel. At 640 rows
 # the ALU instructions alone take about 73 of the 134 profiled µs, and the loads, reductions and instruction fetch
-# around them are not hidden by 4 warps. At one wave (128 rows) the largest stall is fetching the row's unrolled
-# code. The two ways out measured so far lost (the table at the end): fewer ALU instructions through a scratch
-# round trip became waits on memory, and more words counted per search step added ALU work.
+# around them are not hidden by 4 warps; warm or flushed caches change that little. (Flushed, a single wave waits
+# mostly on fetching the row's unrolled code; warm, as the timed calls run, it does not.) The two ways out measured
+# so far lost (the table at the end): fewer ALU instructions through a scratch round trip became waits on memory,
+# and more words counted per search step added ALU work.
 # %%
 tune16 = viz.load_records(dev("K"))
 print(viz.record_label(tune16[1], tune16[2]) if tune16[0] else "NO RECORD")
