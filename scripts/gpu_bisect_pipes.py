@@ -117,8 +117,7 @@ def main():
         keep = [i for i, c in enumerate(table[0] if table else []) if "__" in c or c in ("Kernel Name", "Grid Size",
                                                                                       "Block Size")]
         table = [[r[i] for i in keep] for r in table]
-        base = a.out[:-4] if a.out.endswith(".csv") else a.out
-        with open(base + ".ncu.csv", "w", newline="") as f:
+        with open(data.meta_path(a.out)[:-len(".meta.json")] + ".ncu.csv", "w", newline="") as f:
             csv.writer(f).writerows(table)
         meta = data.collect_metadata("python3 scripts/gpu_bisect_pipes.py " + " ".join(sys.argv[1:]),
                                      {"ncu": " ".join(cmd[:11]), "cases": a.cases, "cache_control": a.cache_control,
