@@ -40,7 +40,7 @@ from .common import tl_cuda as _tl_cuda
 
 MAX_COLS = 32768  # the widest register tile: rows of more live columns take the radix select
 MID_CAP = 2048
-THREADS = 1024  # a program: 16 warps of 32 (CUDA), 8 waves of 64 (ROCm, where 16 waves leave 128 VGPRs a lane)
+THREADS = 512  # a program: 16 warps of 32 (CUDA), 8 waves of 64 (ROCm, where 16 waves leave 128 VGPRs a lane)
 KT = 1024
 INF_WORD = tl.constexpr(0x7F800000)  # the ordered word of +inf (NaN's is 0x7FFFFFFF)
 
@@ -85,10 +85,20 @@ def _kth(h, n, k):
 
 @triton.jit
 def _init_parts(h):
-    """Per word: (candidate + (at least +inf) << 16, candidate word or max, word below +inf or NEG)."""
-    cand = h > NEG
-    return (cand.to(tl.int32) + ((h >= INF_WORD).to(tl.int32) << 16), tl.where(cand, h, 0x7FFFFFFF),
-            tl.where(h < INF_WORD, h, NEG))
+    """Per word: (candidate + (at least +inf) << 16, a uint32 whose minimum is the smallest candidate's, one whose
+    maximum is the largest word below +inf's: see :func:`_init_ends`)."""
+    return ((h > NEG).to(tl.int32) + ((h >= INF_WORD).to(tl.int32) << 16),
+            (h - (NEG + 1)).to(tl.uint32, bitcast=True), (h - INF_WORD).to(tl.uint32, bitcast=True))
+
+
+@triton.jit
+def _init_ends(bmin, fmax):
+    """The smallest candidate word (NEG without one) and the largest word below +inf (NEG without one) from the
+    minimum and maximum of :func:`_init_parts`'s rotated words: ``NEG`` rotates to the largest, every word below
+    +inf above every word at or above it."""
+    mn = bmin.to(tl.int32, bitcast=True) + (NEG + 1)
+    mf = tl.where(fmax >= 0x800000, fmax.to(tl.int32, bitcast=True) + INF_WORD, NEG)
+    return mn, mf
 
 
 @triton.jit
@@ -112,7 +122,7 @@ def _words(src_ptr, row_off, c0, L, CW: tl.constexpr, WS: tl.constexpr, NW: tl.c
     x = tl.load(src_ptr + row_off + cols, mask=cols < L, other=float("-inf"))
     h = tl_ordered_hi(x)
     if MOM:
-        xf = tl.where((h > NEG) & (h < INF_WORD), x, 0.0)
+        xf = tl.where(tl.abs(x) < float("inf"), x, 0.0)  # (padding loads -inf)
         return h, tl.sum(xf, 2), tl.sum(xf * xf, 2)
     else:
         return h, tl.zeros([WS, NW], tl.float32), tl.zeros([WS, NW], tl.float32)
@@ -168,22 +178,23 @@ def _ge2(h0, h1, h2, h3, t1, t2):
 
 
 @triton.jit
-def _emit_chunk(h, c0, L, orow, mrow, lo, hi1, c_hi, one, cut, a_seen, m_seen, MC: tl.constexpr, CW: tl.constexpr,
+def _emit_chunk(h, c0, L, orow, mrow, lo, span, hi1, c_hi, one, a_seen, m_seen, CW: tl.constexpr,
                 WS: tl.constexpr, NW: tl.constexpr):
-    """Stage 2 over one chunk: its words ``> hi1`` after the ``a_seen`` before it, its middle ``[lo, hi1]`` (columns
-    below ``cut``) after ``m_seen`` (to ``mrow``, or with ``one`` to ``orow`` after the ``c_hi``).  Positions go
-    thread by thread (a thread's words in order after the counts of the threads before it: one scan of one value a
-    thread), not in column order.  Returns both counts."""
+    """Stage 2 over one chunk: its words ``> hi1`` after the ``a_seen`` before it, its middle ``[lo, lo + span)``
+    after ``m_seen`` (to ``mrow``, or with ``one`` to ``orow`` after the ``c_hi``).  Positions go thread by thread (a
+    thread's words in order after the counts of the threads before it: one scan of one value a thread), not in
+    column order.  Returns both counts.  No bound on the middle's slots: the bracket left at most ``MC`` words in it
+    (or, ``one``, the caller at most the need)."""
     cols = _cols(c0, L, CW, WS, NW)
     up = h > hi1
-    md = (h >= lo) & (h <= hi1) & (cols < cut)  # lo > NEG: masked lanes never
+    md = (h - lo).to(tl.uint32, bitcast=True) < span  # lo <= h < lo + span, one compare; lo > NEG: masked lanes never
     v = up.to(tl.int32) + (md.to(tl.int32) << 16)  # both counts of a chunk fit 16 bits
     tt = tl.sum(v, 2, keep_dims=True)  # a thread's own words (3-d tiles all along: scans without conversions)
     wt = tl.sum(tt, 0, keep_dims=True)
     cs = tl.cumsum(v, 2) - v + (tl.cumsum(tt, 0) - tt) + (tl.cumsum(wt, 1) - wt)
     pm = m_seen + (cs >> 16)
     tl.store(orow + a_seen + (cs & 0xFFFF), cols, mask=up)
-    tl.store(tl.where(one, orow + c_hi, mrow) + pm, cols, mask=md & (pm < tl.where(one, 1 << 30, MC)))
+    tl.store(tl.where(one, orow + c_hi, mrow) + pm, cols, mask=md)
     ts = tl.sum(wt)
     return a_seen + (ts & 0xFFFF), m_seen + (ts >> 16)
 
@@ -235,8 +246,7 @@ def _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC: tl.constexpr, W: t
     bb = tl.minimum(tl.minimum(b0, b1), tl.minimum(b2, b3))
     ff = tl.maximum(tl.maximum(f0, f1), tl.maximum(f2, f3))
     cc = tl.sum(aa)
-    mn = tl.min(bb)
-    mf = tl.max(ff)
+    mn, mf = _init_ends(tl.min(bb), tl.max(ff))
     ncand = cc & 0xFFFF
     ntop = (cc >> 16) & 0xFFFF  # (a count of 32768 in the high half sets the sign bit: masked)
     lo = mn.to(tl.int64)
@@ -297,14 +307,19 @@ def _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC: tl.constexpr, W: t
     hi1 = (hi - 1).to(tl.int32)  # "h >= hi" as "h > hi - 1": hi may be 2**31
     a = tl.zeros([], tl.int32)
     m = tl.zeros([], tl.int32)
-    # one tied value wider than the need: its first `need` columns (the pass does not write in column order)
-    cut = L
+    span = (hi - lo).to(tl.uint32)  # (hi - lo < 2**32; 0 with every candidate a pick: no middle)
+    # one tied value wider than the need: its first `need` columns (the pass does not write in column order); the
+    # ties past them leave the middle as padding words
     if one & (c_lo - c_hi > need):
         cut = _tie_cut(h0, h1, h2, h3, lo32, need, L, CW, WS, NW)
-    a, m = _emit_chunk(h0, 0, L, orow, mrow, lo32, hi1, c_hi, one, cut, a, m, MC, CW, WS, NW)
-    a, m = _emit_chunk(h1, CW, L, orow, mrow, lo32, hi1, c_hi, one, cut, a, m, MC, CW, WS, NW)
-    a, m = _emit_chunk(h2, 2 * CW, L, orow, mrow, lo32, hi1, c_hi, one, cut, a, m, MC, CW, WS, NW)
-    a, m = _emit_chunk(h3, 3 * CW, L, orow, mrow, lo32, hi1, c_hi, one, cut, a, m, MC, CW, WS, NW)
+        h0 = tl.where((h0 == lo32) & (_cols(0, L, CW, WS, NW) >= cut), NEG, h0)
+        h1 = tl.where((h1 == lo32) & (_cols(CW, L, CW, WS, NW) >= cut), NEG, h1)
+        h2 = tl.where((h2 == lo32) & (_cols(2 * CW, L, CW, WS, NW) >= cut), NEG, h2)
+        h3 = tl.where((h3 == lo32) & (_cols(3 * CW, L, CW, WS, NW) >= cut), NEG, h3)
+    a, m = _emit_chunk(h0, 0, L, orow, mrow, lo32, span, hi1, c_hi, one, a, m, CW, WS, NW)
+    a, m = _emit_chunk(h1, CW, L, orow, mrow, lo32, span, hi1, c_hi, one, a, m, CW, WS, NW)
+    a, m = _emit_chunk(h2, 2 * CW, L, orow, mrow, lo32, span, hi1, c_hi, one, a, m, CW, WS, NW)
+    a, m = _emit_chunk(h3, 3 * CW, L, orow, mrow, lo32, span, hi1, c_hi, one, a, m, CW, WS, NW)
     return c_lo, c_hi, one
 
 
@@ -357,8 +372,8 @@ def _bisect_kernel(src_ptr, src_stride, len_ptr, start_ptr, out_ptr, mid_ptr, fl
         row_off = row.to(tl.int64) * src_stride
     orow = out_ptr + row.to(tl.int64) * k
     mrow = mid_ptr + row.to(tl.int64) * MC
-    if L <= 4096:
-        c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 4096, 0, False, False, WS, NW)
+    if L <= 2048:
+        c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 2048, 0, False, False, WS, NW)
     elif L <= 8192:
         c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 8192, MC, False, MODEL, WS, NW)
     else:
