@@ -246,14 +246,27 @@ print(viz.record_status(prev3[0]))
 print(proofs.format_table(viz.old_new_rows(prev3)))
 
 # %% [markdown]
+# Then fewer instructions per word, with the algorithm unchanged. The pass tests the middle with one unsigned
+# compare, `(h - lo) < span`, where it took two compares, a compare on the column for a wide tie, and a bound on the
+# scratch slot. The bracket already guarantees the slot bound. A wide tie now turns the ties past its cut into
+# padding words before the pass, so the pass no longer tests the column. The first counts take the row's ends from
+# rotated unsigned words (a subtract and a min or max, no select). The law's sums mask on one `|x| < inf` test.
+# Against the package at the commit before:
+
+# %%
+prev4 = [viz.load_records(f"k_large/select_ab_548c909_k{kk}") for kk in (2048, 512)]
+print(viz.record_status(prev4[0]))
+print(proofs.format_table(viz.old_new_rows(prev4)))
+
+# %% [markdown]
 # **What it means.** Large k is a different algorithm, picked from shapes alone. It is not a bigger sort. Below SM/6
 # rows of 256K the split radix select keeps every SM busy; from SM/6 rows, and at any row count when the rows are
 # 2048-8192 blocks wide, one register-resident row per SM is faster. What is left is one SM's work per row: at 256K
-# about 25 µs, one program per SM (the tile takes the register file), so 640 rows run in five waves. Cutting the
+# about 22 µs, one program per SM (the tile takes the register file), so 640 rows run in five waves. Cutting the
 # kernel after each stage (`scripts/gpu_bisect_stages.py`) shows where a wave goes:
 
 # %%
-stages = viz.load_records("k_large/bisect_stages_f839bb0")
+stages = viz.load_records("k_large/bisect_stages_e8cefdd")
 print(viz.record_status(stages))
 if stages[0]:
     print(proofs.format_table([{k: "-" if r[k] is None else r[k]
@@ -263,17 +276,18 @@ if stages[0]:
 # %% [markdown]
 # Loading the row with its first counts is about a third of a wave, and prefetching the next wave's rows into L2
 # (`middle_pf`) does not shorten it. Under 100 µs at 640 rows would need the bracket, the pass and the middle in
-# about 11 µs a wave where they take 16, or two rows in flight per SM, which a register-resident row does not leave
+# about 13 µs a wave where they take 15, or two rows in flight per SM, which a register-resident row does not leave
 # room for.
 #
 # What a wave does with its time, counted: Nsight Compute on the same launch (`scripts/gpu_bisect_pipes.py`, the
 # card's clocks as found), with the caches flushed before each of its replay passes (its default) and kept (as
-# back-to-back calls find them). Per case: the profiled time, warp instructions per row and the ALU pipe's share of
+# back-to-back calls find them). The first two records are the kernel before the trims above (548c909), the third
+# the current one, caches kept. Per case: the profiled time, warp instructions per row and the ALU pipe's share of
 # them, how busy the ALU pipe and the issue slots were, eligible of resident warps per scheduler, and the largest
 # stall reasons (cycles a warp waited per instruction issued):
 
 # %%
-for name in ("k_large/bisect_pipes_601327a", "k_large/bisect_pipes_30373a5_warm"):
+for name in ("k_large/bisect_pipes_601327a", "k_large/bisect_pipes_30373a5_warm", "k_large/bisect_pipes_e8cefdd_warm"):
     pipes = viz.load_records(name)
     kept = (pipes[1] or {}).get("cache_control", "all") == "none"
     print(viz.record_label(pipes[1], pipes[2]) if pipes[0] else "NO RECORD",
@@ -284,11 +298,12 @@ for name in ("k_large/bisect_pipes_601327a", "k_large/bisect_pipes_30373a5_warm"
 # %% [markdown]
 # **What it means.** One program per row leaves 4 warps a scheduler, and the row's integer work (compares, selects,
 # counts: the ALU pipe, at half the FMA pipe's rate) keeps that pipe busy more than half of the kernel. At 640 rows
-# the ALU instructions alone take about 73 of the 134 profiled µs, and the loads, reductions and instruction fetch
-# around them are not hidden by 4 warps; warm or flushed caches change that little. (Flushed, a single wave waits
-# mostly on fetching the row's unrolled code; warm, as the timed calls run, it does not.) The two ways out measured
-# so far lost (the table at the end): fewer ALU instructions through a scratch round trip became waits on memory,
-# and more words counted per search step added ALU work.
+# the ALU instructions alone took about 73 of the 136 profiled µs before the trims and take 63 of 123 now (11 %
+# fewer instructions a row), and the loads, reductions and instruction fetch around them are not hidden by 4 warps;
+# warm or flushed caches change that little. (Flushed, a single wave waits mostly on fetching the row's unrolled
+# code; warm, as the timed calls run, it does not.) The trims are the one way out that won. The others measured lost
+# (the table at the end): fewer ALU instructions through a scratch round trip became waits on memory, more words
+# counted per search step added ALU work, and twice the warps per program (1024 threads) ran slower everywhere.
 # %%
 tune16 = viz.load_records(dev("K"))
 print(viz.record_label(tune16[1], tune16[2]) if tune16[0] else "NO RECORD")
@@ -533,6 +548,17 @@ TRIED = [  # (option, what it was, verdict, [(record, stage, baseline arm, candi
      "work it saved became waits on memory",
      [(dev("BD_select_k2048"), SEL, "old", "new"), (dev("BD_select_k512"), SEL, "old", "new"),
       (dev("BD_full"), FULL, "old", "new")]),
+    ("bisect: 1024 threads", "k > 256: a program of 32 warps (the register tile at 64 registers a thread, still one "
+     "program per SM: twice the warps to hide latency), the smallest tile 4096 words; alone and with the trimmed pass",
+     "not adopted: slower at every point from 32 rows (16K up to 2x, 640 x 256K 125 -> 140 µs)",
+     [(dev("BF_select_k2048"), SEL, "old", ("pkg_w32", "pkg_w32lean")),
+      (dev("BF_select_k512"), SEL, "old", ("pkg_w32", "pkg_w32lean"))]),
+    ("bisect: masks again, middle in thirds", "on the trimmed pass: its store masks compared again after the scans "
+     "(a run-time zero keeps the compiler from parking them in registers), alone and with the middle searched two "
+     "probes a step near the thirds", "not adopted: 1-6 % faster at 32-160 rows x 256K, 3-5 % slower at 640 x 256K "
+     "(the batch where the select costs most); the simpler pass kept",
+     [(dev("BG_select_k2048"), SEL, "pkg_lean", ("pkg_lean2", "new")),
+      (dev("BG_select_k512"), SEL, "pkg_lean", ("pkg_lean2", "new"))]),
     ("bisect: 16 words a search step", "the middle's search counting 16 (or 8) words a reduction, laddered around "
      "the interpolated k-th or spread evenly; the 2048-word tile through the middle or in registers (the fastest "
      "variant per point)", "reverted: each step's compares cost more than the reductions it saved",
