@@ -224,7 +224,7 @@ def _tie_cut(h0, h1, h2, h3, T, need, L, CW: tl.constexpr, WS: tl.constexpr, NW:
 
 
 @triton.jit
-def _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC: tl.constexpr, W: tl.constexpr, CAP: tl.constexpr,
+def _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, W: tl.constexpr, CAP: tl.constexpr,
                       IP: tl.constexpr, MODEL: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr):
     """Stages 1 and 2 over a row of ``L <= W`` live columns, held as four ``W / 4``-column chunks (one pass over a
     single ``W``-word tile would need more registers than a thread has): returns ``(c_lo, c_hi, one)``; the ``c_hi``
@@ -373,11 +373,11 @@ def _bisect_kernel(src_ptr, src_stride, len_ptr, start_ptr, out_ptr, mid_ptr, fl
     orow = out_ptr + row.to(tl.int64) * k
     mrow = mid_ptr + row.to(tl.int64) * MC
     if L <= 2048:
-        c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 2048, 0, False, False, WS, NW)
+        c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, 2048, 0, False, False, WS, NW)
     elif L <= 8192:
-        c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 8192, MC, False, MODEL, WS, NW)
+        c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, 8192, MC, False, MODEL, WS, NW)
     else:
-        c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 32768, MC, True, MODEL, WS, NW)
+        c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, 32768, MC, True, MODEL, WS, NW)
     _middle(src_ptr, row_off, orow, mrow, L, k, c_lo, c_hi, one, MC)
     fill_tail(out_ptr, row.to(tl.int64) * k, tl.minimum(c_lo, k), k, KT)
     if FLAGS:
