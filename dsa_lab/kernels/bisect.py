@@ -183,8 +183,8 @@ def _emit_chunk(h, c0, L, orow, mrow, lo, span, hi1, c_hi, one, a_seen, m_seen, 
     """Stage 2 over one chunk: its words ``> hi1`` after the ``a_seen`` before it, its middle ``[lo, lo + span)``
     after ``m_seen`` (to ``mrow``, or with ``one`` to ``orow`` after the ``c_hi``).  Positions go thread by thread (a
     thread's words in order after the counts of the threads before it: one scan of one value a thread), not in
-    column order.  Returns both counts.  No bound on the middle's slots: the bracket left at most ``MC`` words in it
-    (or, ``one``, the caller at most the need)."""
+    column order.  Returns both counts.  The middle's slots need no bound: the bracket left at most the scratch's
+    ``MC`` words in it (or, ``one``, the caller at most the need)."""
     cols = _cols(c0, L, CW, WS, NW)
     up = h > hi1
     md = (h - lo).to(tl.uint32, bitcast=True) < span  # lo <= h < lo + span, one compare; lo > NEG: masked lanes never
