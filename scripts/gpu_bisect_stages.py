@@ -4,7 +4,7 @@
     python3 scripts/gpu_bisect_stages.py OUT.csv [--rows 132,264,640] [--k 2048,512] [--dists normal,equal]
 
 Variants (one program per row of 32768 columns, the product's tiles and helpers, compiled as the product is):
-``load`` (the four chunks, the starting counts and extremes, and the fitted law's sums), ``pass`` (+ the bracket, the
+``load`` (the four chunks and the sampled law's sums), ``pass`` (+ the law's two probes counted, the bracket, the
 tie cut and the pass that writes the ids above the middle and the middle's columns), ``middle`` (+ the middle's
 search and the -1 tail: the whole select), ``middle_pf`` (the same with row ``r + SMs`` prefetched into L2 after the
 pass, while the middle is searched: CUDA only), ``full`` (the product's launch).  Each row: CUDA-graph median per
@@ -47,25 +47,16 @@ def _cut_kernel(src_ptr, src_stride, out_ptr, mid_ptr, n, k, rows, pf_step, STOP
         h2, p2, q2 = B._words(src_ptr, row_off, 2 * CW, L, CW, WS, NW, True)
         h3, p3, q3 = B._words(src_ptr, row_off, 3 * CW, L, CW, WS, NW, True)
         s = tl.sum(p0 + p1 + p2 + p3) + tl.sum(q0 + q1 + q2 + q3)
-        a0, b0, f0 = B._init_parts(h0)
-        a1, b1, f1 = B._init_parts(h1)
-        a2, b2, f2 = B._init_parts(h2)
-        a3, b3, f3 = B._init_parts(h3)
-        cc = tl.sum(a0 + a1 + a2 + a3)
-        mn = tl.min(tl.minimum(tl.minimum(b0, b1), tl.minimum(b2, b3)))
-        mf = tl.max(tl.maximum(tl.maximum(f0, f1), tl.maximum(f2, f3)))
-        tl.store(orow, cc + mn + mf + s.to(tl.int32))
+        mx = tl.max(tl.maximum(tl.maximum(h0, h1), tl.maximum(h2, h3)))  # (keeps every word's load)
+        tl.store(orow, mx + s.to(tl.int32))
     else:
         # the product's three tiles, as it compiles them
         if L <= 2048:
-            c_lo, c_hi, one = B._bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 2048, 0, False, False,
-                                                  WS, NW)
+            c_lo, c_hi, one = B._bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, 2048, 0, False, False, WS, NW)
         elif L <= 8192:
-            c_lo, c_hi, one = B._bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 8192, MC, False, True,
-                                                  WS, NW)
+            c_lo, c_hi, one = B._bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, 8192, MC, False, True, WS, NW)
         else:
-            c_lo, c_hi, one = B._bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, MC, 32768, MC, True, True,
-                                                  WS, NW)
+            c_lo, c_hi, one = B._bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, 32768, MC, True, True, WS, NW)
         if PF:
             if row + pf_step < rows:
                 _prefetch(src_ptr, (row + pf_step).to(tl.int64) * src_stride)

@@ -7,10 +7,13 @@ NaN on top), in a tile chosen on the device by the live length (2048, 8192 or 32
 1. **Bracket.**  Steps on the word's value, each a compare and a count over the registers, keep exact counts
    ``c_lo = count(>= lo) >= k > c_hi = count(>= hi)``.  On the wider tiles they stop as soon as the *middle*
    ``[lo, hi)`` holds at most ``MC`` words, long before the k-th word is isolated.  There (warp size 32) the first
-   step counts two words at once, where a normal law fitted to the row's finite scores (their mean and spread,
-   summed as the row loads) puts ranks just above and below ``k``: on bell-shaped rows that one step closes the
-   middle.  Further steps interpolate between the counts (on the widest tile) while that keeps halving the middle.
-   On the 2048-word tile a step costs no more than one over a middle, so the bracket goes on to the k-th word.
+   step counts two words at once, where a normal law fitted to a quarter of the row (its mean and spread, summed
+   as the row loads) puts ranks just above and below ``k``: on bell-shaped rows those two words are the bracket,
+   with a middle of at most ``MC`` words, and nothing else is counted.  Where they miss, and on the other tiles and
+   targets, the bracket starts from the candidates' extremes (one pass of counts and extremes), narrowed by the
+   probe that missed.  Further steps interpolate between the counts (on the widest tile) while that keeps halving
+   the middle.  On the 2048-word tile a step costs no more than one over a middle, so the bracket goes on to the
+   k-th word.
 2. **One pass over the registers.**  Positions thread by thread (each thread counts its own words, one scan of one
    value a thread, then its words in order): the ``c_hi`` words above the middle go straight to their output slots
    (every one of them is a pick), the middle's columns to a per-row scratch of ``MC`` slots.  A middle of one value
@@ -102,28 +105,37 @@ def _init_ends(bmin, fmax):
 
 
 @triton.jit
-def _cols(c0, L, CW: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr):
+def _cols(c0, L, CW: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr, PARTS: tl.constexpr = False):
     """Columns ``[c0, c0 + CW)`` as a ``[WS, NW, CW / (WS * NW)]`` tile: ``t[i, w, j] = c0 + i + WS (w + NW j)``,
     lane ``i`` of warp ``w`` holding the third axis (a warp's lanes along consecutive columns: coalesced).  Multiplied
     by a run-time one, so the compiler cannot see them as contiguous: the loads then keep the layout the output stores
-    need, and no tile changes layout on the way."""
+    need, and no tile changes layout on the way.  ``PARTS``: as ``(t[:, :, :1], t[:1, :1, :] - c0)``, a thread's
+    first column and the constant offsets of its others (for loads from one address a thread; the pass's stores keep
+    the whole product, which the AMD targets allocate in fewer registers)."""
     one = (L >= 0).to(tl.int32)
     R: tl.constexpr = CW // (WS * NW)
-    t = tl.arange(0, WS)[:, None, None] + (tl.arange(0, NW)[None, :, None] + tl.arange(0, R)[None, None, :] * NW) * WS
-    return c0 + t * one
+    if PARTS:
+        base = (tl.arange(0, WS)[:, None, None] + tl.arange(0, NW)[None, :, None] * WS) * one + c0
+        return base, tl.arange(0, R)[None, None, :] * (WS * NW)
+    else:
+        t = (tl.arange(0, WS)[:, None, None]
+             + (tl.arange(0, NW)[None, :, None] + tl.arange(0, R)[None, None, :] * NW) * WS)
+        return c0 + t * one
 
 
 @triton.jit
 def _words(src_ptr, row_off, c0, L, CW: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr, MOM: tl.constexpr):
     """Ordered words of columns ``[c0, c0 + CW)`` as a tile of :func:`_cols` (past ``L``: ``NEG``), and with ``MOM``
-    each thread's sums of its finite scores and of their squares (``[WS, NW]``: the moments :func:`_model_probes`
-    fits; zeros without)."""
-    cols = _cols(c0, L, CW, WS, NW)
-    x = tl.load(src_ptr + row_off + cols, mask=cols < L, other=float("-inf"))
+    each thread's sums of the finite scores of its sampled slabs (``[:, :, j]`` for ``j % 4 == 0``) and of their
+    squares (``[WS, NW]``: the moments :func:`_model_probes` fits; zeros without).  Each thread addresses its words
+    from one base (the tile's last axis as constant offsets: no 64-bit address computed per word)."""
+    tb, j = _cols(c0, L, CW, WS, NW, True)
+    x = tl.load((src_ptr + row_off + tb) + j, mask=tb + j < L, other=float("-inf"))
     h = tl_ordered_hi(x)
     if MOM:
-        xf = tl.where(tl.abs(x) < float("inf"), x, 0.0)  # (padding loads -inf)
-        return h, tl.sum(xf, 2), tl.sum(xf * xf, 2)
+        # every fourth slab of 512 consecutive columns (a quarter of the row, spread over it): the law is a guess
+        smp = (j % (4 * WS * NW) == 0) & (tl.abs(x) < float("inf"))  # (padding loads -inf)
+        return h, tl.sum(tl.where(smp, x, -0.0), 2), tl.sum(tl.where(smp, x * x, -0.0), 2)
     else:
         return h, tl.zeros([WS, NW], tl.float32), tl.zeros([WS, NW], tl.float32)
 
@@ -139,24 +151,32 @@ def _upper_z(q):
 
 
 @triton.jit
-def _model_probes(lo, hi, c_lo, c_hi, k, s1, s2, CAP: tl.constexpr):
-    """Two words strictly inside ``[lo, hi)``, ascending, that should have about ``k + CAP / 4`` and
-    ``k - min(CAP / 4, k / 2)`` words at or above them: where a normal law with the finite scores' mean and spread
-    puts those ranks (``s1``, ``s2``: their sum and sum of squares; ``c_lo - c_hi`` of them), or where the counts put
-    them by interpolation when the law lands outside the bracket.  Only the number of steps depends on how good a
-    guess this is: the counts that follow are exact."""
-    nf = tl.maximum(c_lo - c_hi, 1).to(tl.float32)
-    mean = s1 / nf
-    sd = tl.sqrt(tl.maximum(s2 / nf - mean * mean, 0.0))
-    need = k - c_hi
+def _model_probes(L, k, s1, s2, W: tl.constexpr, CAP: tl.constexpr, S: tl.constexpr):
+    """Two words ``NEG < t1 < t2`` (int32) that should have about ``k + CAP / 4`` and ``k - min(CAP / 4, k / 2)``
+    words at or above them: where a normal law puts those ranks among ``L``, its mean and spread from the sampled
+    columns of :func:`_words` (every fourth slab of ``S`` columns of a ``W``-column tile; the sum of their finite
+    scores ``s1`` and of their squares ``s2``: others count as zeros).  Only the number of steps depends on how good
+    a guess this is: the counts taken at the two words are exact."""
+    st = tl.arange(0, W // (4 * S)) * (4 * S)  # the sampled slabs' first columns
+    ns = tl.maximum(tl.sum(tl.minimum(tl.maximum(L - st, 0), S)), 1).to(tl.float32)
+    nf = tl.maximum(L, 1).to(tl.float32)
+    mean = s1 / ns
+    sd = tl.sqrt(tl.maximum(s2 / ns - mean * mean, 0.0))
     below = tl.minimum(k // 2, CAP // 4)  # (not above rank k / 2: the top of a short-tailed row is a poor aim)
-    v1 = mean + _upper_z((need + CAP // 4).to(tl.float32) / nf) * sd
-    v2 = mean + _upper_z(tl.maximum(need - below, 1).to(tl.float32) / nf) * sd
-    m1 = tl_ordered_hi(v1).to(tl.int64)
-    m2 = tl_ordered_hi(v2).to(tl.int64)
-    m1 = tl.where((m1 > lo) & (m1 < hi), m1, _probe(lo, hi, c_lo, c_hi, k + CAP // 4, True))
-    m2 = tl.where((m2 > lo) & (m2 < hi), m2, _probe(lo, hi, c_lo, c_hi, k - below, True))
-    return tl.minimum(m1, m2), tl.maximum(m1, m2)
+    m1 = tl_ordered_hi(mean + _upper_z((k + CAP // 4).to(tl.float32) / nf) * sd).to(tl.int64)
+    m2 = tl_ordered_hi(mean + _upper_z(tl.maximum(k - below, 1).to(tl.float32) / nf) * sd).to(tl.int64)
+    t1 = tl.maximum(tl.minimum(m1, m2), NEG + 1)
+    t2 = tl.minimum(tl.maximum(tl.maximum(m1, m2), t1 + 1), 0x7FFFFFFF)  # (equal at the top: no bracket, a miss)
+    return t1.to(tl.int32), t2.to(tl.int32)
+
+
+@triton.jit
+def _narrow(lo, hi, c_lo, c_hi, t, c, k):
+    """The bracket ``[lo, hi)`` (``count(>= lo) = c_lo >= k > c_hi = count(>= hi)``) with the word ``t``, of exact
+    count ``c``, as its new end where ``t`` lies inside it."""
+    up = (c >= k) & (t > lo)
+    dn = (c < k) & (t < hi)
+    return tl.where(up, t, lo), tl.where(dn, t, hi), tl.where(up, c, c_lo), tl.where(dn, c, c_hi)
 
 
 @triton.jit
@@ -224,6 +244,34 @@ def _tie_cut(h0, h1, h2, h3, T, need, L, CW: tl.constexpr, WS: tl.constexpr, NW:
 
 
 @triton.jit
+def _start(h0, h1, h2, h3, k):
+    """The bracket every row can start from, ``(lo, hi, c_lo, c_hi, candidates)``: the smallest candidate word to
+    one past the largest finite one, +inf and NaN counted above it; or, with ``k`` or more of those, ``[+inf, 2**31)``
+    (one pass of two packed counts and two extremes)."""
+    a0, b0, f0 = _init_parts(h0)
+    a1, b1, f1 = _init_parts(h1)
+    a2, b2, f2 = _init_parts(h2)
+    a3, b3, f3 = _init_parts(h3)
+    cc = tl.sum(a0 + a1 + a2 + a3)
+    mn, mf = _init_ends(tl.min(tl.minimum(tl.minimum(b0, b1), tl.minimum(b2, b3))),
+                        tl.max(tl.maximum(tl.maximum(f0, f1), tl.maximum(f2, f3))))
+    ncand = cc & 0xFFFF
+    ntop = (cc >> 16) & 0xFFFF  # (a count of 32768 in the high half sets the sign bit: masked)
+    lo = mn.to(tl.int64)
+    # +inf and NaN (the pinned newest block, NaN scores) are counted, not searched, when fewer than k
+    if ntop < k:
+        hi = tl.maximum(mf.to(tl.int64) + 1, lo + 1)
+        c_lo = ncand
+        c_hi = ntop
+    else:
+        hi = tl.zeros([], tl.int64) + 0x80000000  # above every word (NaN's is the largest)
+        lo = tl.maximum(lo, INF_WORD)
+        c_lo = ntop
+        c_hi = tl.zeros([], tl.int32)
+    return lo, hi, c_lo, c_hi, ncand
+
+
+@triton.jit
 def _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, W: tl.constexpr, CAP: tl.constexpr,
                       IP: tl.constexpr, MODEL: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr):
     """Stages 1 and 2 over a row of ``L <= W`` live columns, held as four ``W / 4``-column chunks (one pass over a
@@ -237,52 +285,40 @@ def _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, W: tl.constexpr, CAP: 
     h3, p3, q3 = _words(src_ptr, row_off, 3 * CW, L, CW, WS, NW, MODEL)
     s1 = tl.sum(p0 + p1 + p2 + p3)
     s2 = tl.sum(q0 + q1 + q2 + q3)
-    # the counts (two packed in one word) and extremes the bracket starts from
-    a0, b0, f0 = _init_parts(h0)
-    a1, b1, f1 = _init_parts(h1)
-    a2, b2, f2 = _init_parts(h2)
-    a3, b3, f3 = _init_parts(h3)
-    aa = a0 + a1 + a2 + a3
-    bb = tl.minimum(tl.minimum(b0, b1), tl.minimum(b2, b3))
-    ff = tl.maximum(tl.maximum(f0, f1), tl.maximum(f2, f3))
-    cc = tl.sum(aa)
-    mn, mf = _init_ends(tl.min(bb), tl.max(ff))
-    ncand = cc & 0xFFFF
-    ntop = (cc >> 16) & 0xFFFF  # (a count of 32768 in the high half sets the sign bit: masked)
-    lo = mn.to(tl.int64)
-    c_lo = ncand
-    c_hi = tl.zeros([], tl.int32)
-    # +inf and NaN (the pinned newest block, NaN scores) are counted, not searched, when fewer than k
-    if ntop < k:
-        hi = tl.maximum(mf.to(tl.int64) + 1, lo + 1)
-        c_hi = ntop
-    else:
-        hi = tl.zeros([], tl.int64) + 0x80000000  # above every word (NaN's is the largest)
-        lo = tl.maximum(lo, INF_WORD)
-        c_lo = ntop
-    # steps with exact counts, count(>= lo) = c_lo >= k > c_hi = count(>= hi), until the middle holds at most
-    # CAP words or only picks; with IP, steps
-    # interpolate (aiming a quarter of CAP past k on the wider side, so two good steps close the middle) while each
-    # at least halves the count between the bounds, else bisect: at most about twice the bisection's steps
-    go = (ncand > k) & (c_lo - c_hi > CAP) & (hi - lo > 1)
     if MODEL:
-        # first, one step with two probes from a normal law fitted to the finite scores: on bell-shaped rows it
-        # closes the middle at once (most rows take 4 to 7 interpolating steps without it)
-        use = go & (ntop < k)
-        t1, t2 = _model_probes(lo, hi, c_lo, c_hi, k, s1, s2, CAP)
-        c1 = tl.zeros([], tl.int32)
-        c2 = tl.zeros([], tl.int32)
-        if use:
-            c1, c2 = _ge2(h0, h1, h2, h3, t1.to(tl.int32), t2.to(tl.int32))
-        u1 = use & (c1 >= k)
-        u2 = use & (c2 >= k)
-        v2 = use & (c2 < k) & (c1 >= k)
-        v1 = use & (c1 < k)
-        lo = tl.where(u2, t2, tl.where(u1, t1, lo))
-        c_lo = tl.where(u2, c2, tl.where(u1, c1, c_lo))
-        hi = tl.where(v2, t2, tl.where(v1, t1, hi))
-        c_hi = tl.where(v2, c2, tl.where(v1, c1, c_hi))
-        go = (c_lo - c_hi > CAP) & (hi - lo > 1) & (c_lo != k) & (ncand > k)
+        # first, two probes where a normal law fitted to a sample of the row puts ranks just above and below k: on
+        # bell-shaped rows they bracket the k-th word with a middle of at most CAP words at once, and the row's
+        # candidate count and extremes (a pass of their own) are never needed
+        t1, t2 = _model_probes(L, k, s1, s2, W, CAP, WS * NW)
+        c1, c2 = _ge2(h0, h1, h2, h3, t1, t2)
+        hit = (c1 >= k) & (c2 < k)
+        tm = tl.where(c2 >= k, t2, t1)  # (counts fall with the word: a miss has both at or above k, or both below)
+        cm = tl.where(c2 >= k, c2, c1)
+    else:
+        t1 = tl.zeros([], tl.int32)
+        t2 = t1
+        c1 = t1
+        c2 = t1
+        tm = t1
+        cm = t1
+        hit = c1 < 0
+    if hit:
+        lo = t1.to(tl.int64)
+        hi = t2.to(tl.int64)
+        c_lo = c1
+        c_hi = c2
+        few = c1 < 0
+    else:
+        lo, hi, c_lo, c_hi, ncand = _start(h0, h1, h2, h3, k)
+        few = ncand <= k  # every candidate is a pick: all of them "above"
+        c_lo = tl.where(few, ncand, c_lo)
+        if MODEL:  # the probe on the side that missed still narrows it (its count is exact)
+            lo, hi, c_lo, c_hi = _narrow(lo, hi, c_lo, c_hi, tm.to(tl.int64), cm, k)
+    # steps with exact counts, count(>= lo) = c_lo >= k > c_hi = count(>= hi), until the middle holds at most
+    # CAP words or only picks; with IP, steps interpolate (aiming a quarter of CAP past k on the wider side, so two
+    # good steps close the middle) while each at least halves the count between the bounds, else bisect: at most
+    # about twice the bisection's steps
+    go = (c_lo - c_hi > CAP) & (hi - lo > 1) & (c_lo != k) & (few == 0)
     interp = tl.zeros([], tl.int32) + 1
     while go:
         t = tl.where(c_lo - k > k - c_hi, k + CAP // 4, k - CAP // 4)
@@ -296,11 +332,9 @@ def _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, W: tl.constexpr, CAP: 
         c_hi = tl.where(big, c_hi, c)
         interp = ((interp == 0) | (2 * (c_lo - c_hi) <= w0)).to(tl.int32)
         go = (c_lo - c_hi > CAP) & (hi - lo > 1) & (c_lo != k)
-    few = ncand <= k  # every candidate is a pick: all of them "above"
     lo = tl.where(few, NEG + 1, lo)
     hi = tl.where(few, NEG + 1, hi)
-    c_hi = tl.where(few, ncand, c_hi)
-    c_lo = tl.where(few, ncand, c_lo)
+    c_hi = tl.where(few, c_lo, c_hi)
     one = (hi - lo == 1) | (c_lo == k)  # a middle of one value (ties: the smaller columns) or of picks only
     need = k - c_hi
     lo32 = lo.to(tl.int32)
