@@ -64,10 +64,11 @@ def test_bisect_tile_edges(n, fresh_seed):
 
 @pytest.mark.parametrize("shape", ["two_clusters", "huge", "one_outlier", "tiny_spread"])
 def test_bisect_model_misses(shape, fresh_seed):
-    """The first step's probes come from a normal law fitted to the row (warp size 32: the interpreter's); rows it
-    fits badly must still come out exact: two far clusters (both probes on one side), values whose squares overflow
-    float32 (no spread: the probes fall back to interpolation), one huge outlier among normal scores (a spread far
-    too wide), and scores that differ in the last bits only (probes on words a few apart)."""
+    """The first step's probes come from a law fitted to a sample of the row (warp size 32: the interpreter's);
+    rows it fits badly must still come out exact: two far clusters (both probes on one side), values whose squares
+    overflow float32 (no spread: the probes miss and the bracket starts from the extremes), one huge outlier among
+    normal scores (a spread far too wide), and scores that differ in the last bits only (probes on words a few
+    apart)."""
     gen = torch.Generator().manual_seed(fresh_seed)
     n, k = 9000, 700
     x = torch.randn((2, n), generator=gen)
@@ -81,6 +82,28 @@ def test_bisect_model_misses(shape, fresh_seed):
         x = 1.0 + x * 1e-7
     lens = torch.tensor([n, n - 123], dtype=torch.int32)
     assert_same_sets(bisect(x, k, lens), topk_select_reference(x, k, lens, 1), f"{shape} seed={fresh_seed}")
+
+
+@pytest.mark.parametrize("k", [300, 700, 1500])
+@pytest.mark.parametrize("shape", ["cauchy", "exponential", "bimodal", "steps"])
+def test_bisect_probe_misses(shape, k, fresh_seed):
+    """Rows the law's two probes miss on one side, often by a few words: the bracket then starts from the row's
+    extremes, narrowed by the probe that missed (its count exact), and the result must not depend on it: heavy
+    tails (Cauchy), one-sided tails (exponential, the law's lower probe too low or its upper too high), two modes
+    a few spreads apart, and a staircase of 16 values (ties at every probe)."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    n, rows = 6000, 12
+    u = torch.rand((rows, n), generator=gen)
+    if shape == "cauchy":
+        x = torch.tan(torch.pi * (u - 0.5))
+    elif shape == "exponential":
+        x = -torch.log1p(-u) * torch.where(torch.arange(rows) % 2 == 0, 1.0, -1.0)[:, None]
+    elif shape == "bimodal":
+        x = torch.randn((rows, n), generator=gen) + 6.0 * (u < 0.2)
+    else:
+        x = torch.floor(u * 16)
+    lens = torch.linspace(2100, n, rows).to(torch.int32)  # (the law's probes move with the length: some miss by a few)
+    assert_same_sets(bisect(x, k, lens), topk_select_reference(x, k, lens, 1), f"{shape} k={k} seed={fresh_seed}")
 
 
 def test_bisect_search_exits():

@@ -124,20 +124,26 @@ def _cols(c0, L, CW: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr, PARTS: tl
 
 
 @triton.jit
-def _words(src_ptr, row_off, c0, L, CW: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr, MOM: tl.constexpr):
+def _words(src_ptr, row_off, c0, L, ref, s1, s2, nt, CW: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr,
+           MOM: tl.constexpr, PH: tl.constexpr):
     """Ordered words of columns ``[c0, c0 + CW)`` as a tile of :func:`_cols` (past ``L``: ``NEG``), and with ``MOM``
-    each thread's sums of the finite scores of its sampled slabs (``[:, :, j]`` for ``j % 4 == 0``) and of their
-    squares (``[WS, NW]``: the moments :func:`_model_probes` fits; zeros without).  Each thread addresses its words
-    from one base (the tile's last axis as constant offsets: no 64-bit address computed per word)."""
+    each thread's running sample sums (``[WS, NW]`` each, returned updated) over its sampled runs (``[:, :, j]`` for
+    ``j % 4 == PH``: every fourth run of ``WS * NW`` consecutive columns, a quarter of the row spread over it; the
+    caller alternates ``PH`` 1 and 2 over the chunks, so the runs' mean and spread are the tile's): of the
+    finite scores less ``ref`` (centred: a row of equal or shifted scores sums exactly or without cancellation), of
+    their squares, and the count of +inf and NaN.  Each thread addresses its words from one base (the tile's last axis
+    as constant offsets: no 64-bit address computed per word)."""
     tb, j = _cols(c0, L, CW, WS, NW, True)
     x = tl.load((src_ptr + row_off + tb) + j, mask=tb + j < L, other=float("-inf"))
     h = tl_ordered_hi(x)
     if MOM:
-        # every fourth slab of 512 consecutive columns (a quarter of the row, spread over it): the law is a guess
-        smp = (j % (4 * WS * NW) == 0) & (tl.abs(x) < float("inf"))  # (padding loads -inf)
-        return h, tl.sum(tl.where(smp, x, -0.0), 2), tl.sum(tl.where(smp, x * x, -0.0), 2)
-    else:
-        return h, tl.zeros([WS, NW], tl.float32), tl.zeros([WS, NW], tl.float32)
+        smp = (j // (WS * NW)) % 4 == PH  # (a constant per register: the others' terms fold away)
+        fin = smp & (tl.abs(x) < float("inf"))  # (padding loads -inf)
+        d = x - ref
+        s1 += tl.sum(tl.where(fin, d, -0.0), 2)  # (-0.0: an added -0.0 folds away, an added +0.0 does not)
+        s2 += tl.sum(tl.where(fin, d * d, -0.0), 2)
+        nt += tl.sum((smp & (h >= INF_WORD)).to(tl.int32), 2)
+    return h, s1, s2, nt
 
 
 @triton.jit
@@ -151,20 +157,28 @@ def _upper_z(q):
 
 
 @triton.jit
-def _model_probes(L, k, s1, s2, W: tl.constexpr, CAP: tl.constexpr, S: tl.constexpr):
-    """Two words ``NEG < t1 < t2`` (int32) that should have about ``k + CAP / 4`` and ``k - min(CAP / 4, k / 2)``
-    words at or above them: where a normal law puts those ranks among ``L``, its mean and spread from the sampled
-    columns of :func:`_words` (every fourth slab of ``S`` columns of a ``W``-column tile; the sum of their finite
-    scores ``s1`` and of their squares ``s2``: others count as zeros).  Only the number of steps depends on how good
-    a guess this is: the counts taken at the two words are exact."""
-    st = tl.arange(0, W // (4 * S)) * (4 * S)  # the sampled slabs' first columns
-    ns = tl.maximum(tl.sum(tl.minimum(tl.maximum(L - st, 0), S)), 1).to(tl.float32)
-    nf = tl.maximum(L, 1).to(tl.float32)
-    mean = s1 / ns
-    sd = tl.sqrt(tl.maximum(s2 / ns - mean * mean, 0.0))
-    below = tl.minimum(k // 2, CAP // 4)  # (not above rank k / 2: the top of a short-tailed row is a poor aim)
-    m1 = tl_ordered_hi(mean + _upper_z((k + CAP // 4).to(tl.float32) / nf) * sd).to(tl.int64)
-    m2 = tl_ordered_hi(mean + _upper_z(tl.maximum(k - below, 1).to(tl.float32) / nf) * sd).to(tl.int64)
+def _model_probes(L, k, ref, s1, s2, nt, W: tl.constexpr, CAP: tl.constexpr, S: tl.constexpr):
+    """Two words ``NEG < t1 < t2`` (int32) around rank ``k``, from the sample :func:`_words` takes of a ``W``-column
+    tile (every fourth run of ``S`` columns, the second of four in even chunks, the third in odd; sums centred at
+    ``ref``): ``t1`` where a law with the sample's mean and spread puts rank ``k + CAP / 4`` among the finite scores,
+    ``t2`` rank ``k - min(CAP / 4, k / 2)``, the +inf and NaN above them scaled from the sample's.  The law is a
+    normal one and a uniform one together (``t1`` the lower of their words, ``t2`` the higher): the normal's tail
+    reaches past a flat row's end, the uniform's stops short of a bell's.  Only the number of steps depends on how
+    good a guess this is: the counts at the two words are exact."""
+    st = tl.arange(0, W // (4 * S)) * (4 * S)
+    st += tl.where((st // (W // 4)) % 2 == 0, S, 2 * S)  # the sampled runs' first columns
+    ns = tl.sum(tl.minimum(tl.maximum(L - st, 0), S))
+    top = nt.to(tl.float32) * (L.to(tl.float32) / tl.maximum(ns, 1).to(tl.float32))  # +inf and NaN, estimated
+    nf = tl.maximum(L.to(tl.float32) - top, 1.0)
+    nsf = tl.maximum(ns - nt, 1).to(tl.float32)
+    mean = s1 / nsf
+    sd = tl.sqrt(tl.maximum(s2 / nsf - mean * mean, 0.0))
+    q1 = ((k + CAP // 4).to(tl.float32) - top) / nf
+    q2 = tl.maximum((k - tl.minimum(k // 2, CAP // 4)).to(tl.float32) - top, 1.0) / nf  # (not above rank k / 2)
+    v1 = tl.minimum(_upper_z(q1), 1.7320508 * (1.0 - 2.0 * q1)) * sd
+    v2 = tl.maximum(_upper_z(q2), 1.7320508 * (1.0 - 2.0 * q2)) * sd
+    m1 = tl_ordered_hi(ref + (mean + v1)).to(tl.int64)
+    m2 = tl_ordered_hi(ref + (mean + v2)).to(tl.int64)
     t1 = tl.maximum(tl.minimum(m1, m2), NEG + 1)
     t2 = tl.minimum(tl.maximum(tl.maximum(m1, m2), t1 + 1), 0x7FFFFFFF)  # (equal at the top: no bracket, a miss)
     return t1.to(tl.int32), t2.to(tl.int32)
@@ -279,17 +293,21 @@ def _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, W: tl.constexpr, CAP: 
     words ``>= hi`` are written to ``orow``, and the middle's columns to ``mrow`` (or, ``one``, its first ``k - c_hi``
     to ``orow`` after them).  A row of at most ``k`` candidates has every one of them written (``c_hi = c_lo``)."""
     CW: tl.constexpr = W // 4
-    h0, p0, q0 = _words(src_ptr, row_off, 0, L, CW, WS, NW, MODEL)
-    h1, p1, q1 = _words(src_ptr, row_off, CW, L, CW, WS, NW, MODEL)
-    h2, p2, q2 = _words(src_ptr, row_off, 2 * CW, L, CW, WS, NW, MODEL)
-    h3, p3, q3 = _words(src_ptr, row_off, 3 * CW, L, CW, WS, NW, MODEL)
-    s1 = tl.sum(p0 + p1 + p2 + p3)
-    s2 = tl.sum(q0 + q1 + q2 + q3)
+    ref = tl.zeros([], tl.float32)
     if MODEL:
-        # first, two probes where a normal law fitted to a sample of the row puts ranks just above and below k: on
-        # bell-shaped rows they bracket the k-th word with a middle of at most CAP words at once, and the row's
-        # candidate count and extremes (a pass of their own) are never needed
-        t1, t2 = _model_probes(L, k, s1, s2, W, CAP, WS * NW)
+        ref = tl.load(src_ptr + row_off, mask=L > 0, other=0.0)  # the row's first score: the sample's centre
+        ref = tl.where(tl.abs(ref) < float("inf"), ref, 0.0)
+    z = tl.zeros([WS, NW], tl.float32)
+    zi = tl.zeros([WS, NW], tl.int32)
+    h0, s1, s2, nt = _words(src_ptr, row_off, 0, L, ref, z, z, zi, CW, WS, NW, MODEL, 1)
+    h1, s1, s2, nt = _words(src_ptr, row_off, CW, L, ref, s1, s2, nt, CW, WS, NW, MODEL, 2)
+    h2, s1, s2, nt = _words(src_ptr, row_off, 2 * CW, L, ref, s1, s2, nt, CW, WS, NW, MODEL, 1)
+    h3, s1, s2, nt = _words(src_ptr, row_off, 3 * CW, L, ref, s1, s2, nt, CW, WS, NW, MODEL, 2)
+    if MODEL:
+        # first, two probes where a law fitted to a sample of the row puts ranks just above and below k: on
+        # bell-shaped and flat rows they bracket the k-th word with a middle of at most CAP words at once, and the
+        # row's candidate count and extremes (a pass of their own) are never needed
+        t1, t2 = _model_probes(L, k, ref, tl.sum(s1), tl.sum(s2), tl.sum(nt), W, CAP, WS * NW)
         c1, c2 = _ge2(h0, h1, h2, h3, t1, t2)
         hit = (c1 >= k) & (c2 < k)
         tm = tl.where(c2 >= k, t2, t1)  # (counts fall with the word: a miss has both at or above k, or both below)
