@@ -7,9 +7,9 @@ NaN on top), in a tile chosen on the device by the live length (2048, 8192 or 32
 1. **Bracket.**  Steps on the word's value, each a compare and a count over the registers, keep exact counts
    ``c_lo = count(>= lo) >= k > c_hi = count(>= hi)``.  On the wider tiles they stop as soon as the *middle*
    ``[lo, hi)`` holds at most ``MC`` words, long before the k-th word is isolated.  There (warp size 32) the first
-   step counts two words at once, where a normal law fitted to a quarter of the row (its mean and spread, summed
-   as the row loads) puts ranks just above and below ``k``: on bell-shaped rows those two words are the bracket,
-   with a middle of at most ``MC`` words, and nothing else is counted.  Where they miss, and on the other tiles and
+   step counts two words at once, where a law fitted to a quarter of the row (its mean and spread, summed as the
+   row loads; a normal and a uniform law together) puts ranks just above and below ``k``: on bell-shaped and flat
+   rows those two words are the bracket, with a middle of at most ``MC`` words, and nothing else is counted.  Where they miss, and on the other tiles and
    targets, the bracket starts from the candidates' extremes (one pass of counts and extremes), narrowed by the
    probe that missed.  Further steps interpolate between the counts (on the widest tile) while that keeps halving
    the middle.  On the 2048-word tile a step costs no more than one over a middle, so the bracket goes on to the
@@ -124,26 +124,22 @@ def _cols(c0, L, CW: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr, PARTS: tl
 
 
 @triton.jit
-def _words(src_ptr, row_off, c0, L, ref, s1, s2, nt, CW: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr,
-           MOM: tl.constexpr, PH: tl.constexpr):
+def _words(src_ptr, row_off, c0, L, s1, s2, CW: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr, MOM: tl.constexpr,
+           PH: tl.constexpr):
     """Ordered words of columns ``[c0, c0 + CW)`` as a tile of :func:`_cols` (past ``L``: ``NEG``), and with ``MOM``
-    each thread's running sample sums (``[WS, NW]`` each, returned updated) over its sampled runs (``[:, :, j]`` for
-    ``j % 4 == PH``: every fourth run of ``WS * NW`` consecutive columns, a quarter of the row spread over it; the
-    caller alternates ``PH`` 1 and 2 over the chunks, so the runs' mean and spread are the tile's): of the
-    finite scores less ``ref`` (centred: a row of equal or shifted scores sums exactly or without cancellation), of
-    their squares, and the count of +inf and NaN.  Each thread addresses its words from one base (the tile's last axis
-    as constant offsets: no 64-bit address computed per word)."""
+    each thread's running sums (``[WS, NW]``, returned updated) of the finite scores of its sampled runs and of their
+    squares: the runs ``[:, :, j]`` with ``j % 4 == PH``, every fourth run of ``WS * NW`` consecutive columns, a
+    quarter of the row spread over it (the caller alternates ``PH`` 1 and 2 over the chunks, so the runs' mean and
+    spread are the tile's).  Each thread addresses its words from one base (the tile's last axis as constant offsets:
+    no 64-bit address computed per word)."""
     tb, j = _cols(c0, L, CW, WS, NW, True)
     x = tl.load((src_ptr + row_off + tb) + j, mask=tb + j < L, other=float("-inf"))
     h = tl_ordered_hi(x)
     if MOM:
-        smp = (j // (WS * NW)) % 4 == PH  # (a constant per register: the others' terms fold away)
-        fin = smp & (tl.abs(x) < float("inf"))  # (padding loads -inf)
-        d = x - ref
-        s1 += tl.sum(tl.where(fin, d, -0.0), 2)  # (-0.0: an added -0.0 folds away, an added +0.0 does not)
-        s2 += tl.sum(tl.where(fin, d * d, -0.0), 2)
-        nt += tl.sum((smp & (h >= INF_WORD)).to(tl.int32), 2)
-    return h, s1, s2, nt
+        fin = ((j // (WS * NW)) % 4 == PH) & (tl.abs(x) < float("inf"))  # (padding loads -inf)
+        s1 += tl.sum(tl.where(fin, x, -0.0), 2)  # (-0.0: an added -0.0 folds away, an added +0.0 does not)
+        s2 += tl.sum(tl.where(fin, x * x, -0.0), 2)
+    return h, s1, s2
 
 
 @triton.jit
@@ -157,28 +153,26 @@ def _upper_z(q):
 
 
 @triton.jit
-def _model_probes(L, k, ref, s1, s2, nt, W: tl.constexpr, CAP: tl.constexpr, S: tl.constexpr):
-    """Two words ``NEG < t1 < t2`` (int32) around rank ``k``, from the sample :func:`_words` takes of a ``W``-column
-    tile (every fourth run of ``S`` columns, the second of four in even chunks, the third in odd; sums centred at
-    ``ref``): ``t1`` where a law with the sample's mean and spread puts rank ``k + CAP / 4`` among the finite scores,
-    ``t2`` rank ``k - min(CAP / 4, k / 2)``, the +inf and NaN above them scaled from the sample's.  The law is a
-    normal one and a uniform one together (``t1`` the lower of their words, ``t2`` the higher): the normal's tail
-    reaches past a flat row's end, the uniform's stops short of a bell's.  Only the number of steps depends on how
-    good a guess this is: the counts at the two words are exact."""
+def _model_probes(L, k, s1, s2, W: tl.constexpr, CAP: tl.constexpr, S: tl.constexpr):
+    """Two words ``NEG < t1 < t2`` (int32) around rank ``k`` among ``L``, from the sample :func:`_words` takes of a
+    ``W``-column tile (every fourth run of ``S`` columns, the second of four in even chunks, the third in odd; ``s1``,
+    ``s2``: the sum of its finite scores and of their squares, others counted as zeros): ``t1`` where a law with the
+    sample's mean and spread puts rank ``k + CAP / 4``, ``t2`` rank ``k - min(CAP / 4, k / 2)``.  The law is a normal
+    one and a uniform one together (``t1`` the lower of their words, ``t2`` the higher): the normal's tail reaches
+    past a flat row's end, the uniform's stops short of a bell's.  Only the number of steps depends on how good a
+    guess this is: the counts at the two words are exact."""
     st = tl.arange(0, W // (4 * S)) * (4 * S)
     st += tl.where((st // (W // 4)) % 2 == 0, S, 2 * S)  # the sampled runs' first columns
-    ns = tl.sum(tl.minimum(tl.maximum(L - st, 0), S))
-    top = nt.to(tl.float32) * (L.to(tl.float32) / tl.maximum(ns, 1).to(tl.float32))  # +inf and NaN, estimated
-    nf = tl.maximum(L.to(tl.float32) - top, 1.0)
-    nsf = tl.maximum(ns - nt, 1).to(tl.float32)
-    mean = s1 / nsf
-    sd = tl.sqrt(tl.maximum(s2 / nsf - mean * mean, 0.0))
-    q1 = ((k + CAP // 4).to(tl.float32) - top) / nf
-    q2 = tl.maximum((k - tl.minimum(k // 2, CAP // 4)).to(tl.float32) - top, 1.0) / nf  # (not above rank k / 2)
-    v1 = tl.minimum(_upper_z(q1), 1.7320508 * (1.0 - 2.0 * q1)) * sd
-    v2 = tl.maximum(_upper_z(q2), 1.7320508 * (1.0 - 2.0 * q2)) * sd
-    m1 = tl_ordered_hi(ref + (mean + v1)).to(tl.int64)
-    m2 = tl_ordered_hi(ref + (mean + v2)).to(tl.int64)
+    ns = tl.maximum(tl.sum(tl.minimum(tl.maximum(L - st, 0), S)), 1).to(tl.float32)
+    nf = tl.maximum(L, 1).to(tl.float32)
+    mean = s1 / ns
+    sd = tl.sqrt(tl.maximum(s2 / ns - mean * mean, 0.0))
+    q1 = (k + CAP // 4).to(tl.float32) / nf
+    q2 = tl.maximum(k - tl.minimum(k // 2, CAP // 4), 1).to(tl.float32) / nf  # (not above rank k / 2)
+    v1 = mean + tl.minimum(_upper_z(q1), 1.7320508 * (1.0 - 2.0 * q1)) * sd
+    v2 = mean + tl.maximum(_upper_z(q2), 1.7320508 * (1.0 - 2.0 * q2)) * sd
+    m1 = tl_ordered_hi(v1).to(tl.int64)
+    m2 = tl_ordered_hi(v2).to(tl.int64)
     t1 = tl.maximum(tl.minimum(m1, m2), NEG + 1)
     t2 = tl.minimum(tl.maximum(tl.maximum(m1, m2), t1 + 1), 0x7FFFFFFF)  # (equal at the top: no bracket, a miss)
     return t1.to(tl.int32), t2.to(tl.int32)
@@ -293,21 +287,16 @@ def _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, W: tl.constexpr, CAP: 
     words ``>= hi`` are written to ``orow``, and the middle's columns to ``mrow`` (or, ``one``, its first ``k - c_hi``
     to ``orow`` after them).  A row of at most ``k`` candidates has every one of them written (``c_hi = c_lo``)."""
     CW: tl.constexpr = W // 4
-    ref = tl.zeros([], tl.float32)
-    if MODEL:
-        ref = tl.load(src_ptr + row_off, mask=L > 0, other=0.0)  # the row's first score: the sample's centre
-        ref = tl.where(tl.abs(ref) < float("inf"), ref, 0.0)
     z = tl.zeros([WS, NW], tl.float32)
-    zi = tl.zeros([WS, NW], tl.int32)
-    h0, s1, s2, nt = _words(src_ptr, row_off, 0, L, ref, z, z, zi, CW, WS, NW, MODEL, 1)
-    h1, s1, s2, nt = _words(src_ptr, row_off, CW, L, ref, s1, s2, nt, CW, WS, NW, MODEL, 2)
-    h2, s1, s2, nt = _words(src_ptr, row_off, 2 * CW, L, ref, s1, s2, nt, CW, WS, NW, MODEL, 1)
-    h3, s1, s2, nt = _words(src_ptr, row_off, 3 * CW, L, ref, s1, s2, nt, CW, WS, NW, MODEL, 2)
+    h0, s1, s2 = _words(src_ptr, row_off, 0, L, z, z, CW, WS, NW, MODEL, 1)
+    h1, s1, s2 = _words(src_ptr, row_off, CW, L, s1, s2, CW, WS, NW, MODEL, 2)
+    h2, s1, s2 = _words(src_ptr, row_off, 2 * CW, L, s1, s2, CW, WS, NW, MODEL, 1)
+    h3, s1, s2 = _words(src_ptr, row_off, 3 * CW, L, s1, s2, CW, WS, NW, MODEL, 2)
     if MODEL:
         # first, two probes where a law fitted to a sample of the row puts ranks just above and below k: on
         # bell-shaped and flat rows they bracket the k-th word with a middle of at most CAP words at once, and the
         # row's candidate count and extremes (a pass of their own) are never needed
-        t1, t2 = _model_probes(L, k, ref, tl.sum(s1), tl.sum(s2), tl.sum(nt), W, CAP, WS * NW)
+        t1, t2 = _model_probes(L, k, tl.sum(s1), tl.sum(s2), W, CAP, WS * NW)
         c1, c2 = _ge2(h0, h1, h2, h3, t1, t2)
         hit = (c1 >= k) & (c2 < k)
         tm = tl.where(c2 >= k, t2, t1)  # (counts fall with the word: a miss has both at or above k, or both below)
