@@ -259,14 +259,28 @@ print(viz.record_status(prev4[0]))
 print(proofs.format_table(viz.old_new_rows(prev4)))
 
 # %% [markdown]
+# Then the bracket's start. The trimmed kernel still spent a pass over the row on its candidate count and extremes
+# (two packed counts, a minimum and a maximum a word) before the law's step. Now the law's two probes come first,
+# and where they bracket the k-th word they are the bracket: the count and the extremes are taken only where a probe
+# misses. The law's sums come from a quarter of the row (every fourth run of 512 columns, the runs alternating so
+# that their mean and spread are the row's), and a uniform law beside the normal one places the probes on flat rows
+# as well as on bell-shaped ones. Each thread also loads its words from one base address (constant offsets, no
+# 64-bit address computed per word). Against the package at the commit before these changes:
+
+# %%
+prev5 = [viz.load_records(f"k_large/select_ab_f914747_k{kk}") for kk in (2048, 512)]
+print(viz.record_status(prev5[0]))
+print(proofs.format_table(viz.old_new_rows(prev5)))
+
+# %% [markdown]
 # **What it means.** Large k is a different algorithm, picked from shapes alone. It is not a bigger sort. Below SM/6
 # rows of 256K the split radix select keeps every SM busy; from SM/6 rows, and at any row count when the rows are
 # 2048-8192 blocks wide, one register-resident row per SM is faster. What is left is one SM's work per row: at 256K
-# about 22 µs, one program per SM (the tile takes the register file), so 640 rows run in five waves. Cutting the
+# about 20 µs, one program per SM (the tile takes the register file), so 640 rows run in five waves. Cutting the
 # kernel after each stage (`scripts/gpu_bisect_stages.py`) shows where a wave goes:
 
 # %%
-stages = viz.load_records("k_large/bisect_stages_e8cefdd")
+stages = viz.load_records("k_large/bisect_stages_29876e9")
 print(viz.record_status(stages))
 if stages[0]:
     print(proofs.format_table([{k: "-" if r[k] is None else r[k]
@@ -274,15 +288,15 @@ if stages[0]:
                                for r in stages[0]]))
 
 # %% [markdown]
-# Loading the row with its first counts is about a third of a wave, and prefetching the next wave's rows into L2
-# (`middle_pf`) does not shorten it. Under 100 µs at 640 rows would need the bracket, the pass and the middle in
-# about 13 µs a wave where they take 15, or two rows in flight per SM, which a register-resident row does not leave
-# room for.
+# Loading the row with the law's sums is under a third of a wave, and prefetching the next wave's rows into L2
+# (`middle_pf`) does not shorten it; the probes, the bracket and the pass take about 9 µs more, the middle and the
+# tail about 4.5. The 640 rows now take under 100 µs (five waves of about 19.5 µs). Going much further would take
+# two rows in flight per SM, which a register-resident row does not leave room for.
 #
 # What a wave does with its time, counted: Nsight Compute on the same launch (`scripts/gpu_bisect_pipes.py`, the
 # card's clocks as found), with the caches flushed before each of its replay passes (its default) and kept (as
 # back-to-back calls find them). The first two records are the kernel before the trims above (548c909), the third
-# the current one, caches kept. Per case: the profiled time, warp instructions per row and the ALU pipe's share of
+# the trimmed one (e8cefdd), caches kept; the bracket's new start was not profiled. Per case: the profiled time, warp instructions per row and the ALU pipe's share of
 # them, how busy the ALU pipe and the issue slots were, eligible of resident warps per scheduler, and the largest
 # stall reasons (cycles a warp waited per instruction issued):
 
@@ -298,12 +312,13 @@ for name in ("k_large/bisect_pipes_601327a", "k_large/bisect_pipes_30373a5_warm"
 # %% [markdown]
 # **What it means.** One program per row leaves 4 warps a scheduler, and the row's integer work (compares, selects,
 # counts: the ALU pipe, at half the FMA pipe's rate) keeps that pipe busy more than half of the kernel. At 640 rows
-# the ALU instructions alone took about 73 of the 136 profiled µs before the trims and take 63 of 123 now (11 %
+# the ALU instructions alone took about 73 of the 136 profiled µs before the trims and 63 of 123 after them (11 %
 # fewer instructions a row), and the loads, reductions and instruction fetch around them are not hidden by 4 warps;
 # warm or flushed caches change that little. (Flushed, a single wave waits mostly on fetching the row's unrolled
-# code; warm, as the timed calls run, it does not.) The trims are the one way out that won. The others measured lost
-# (the table at the end): fewer ALU instructions through a scratch round trip became waits on memory, more words
-# counted per search step added ALU work, and twice the warps per program (1024 threads) ran slower everywhere.
+# code; warm, as the timed calls run, it does not.) Fewer instructions a word are the way out that won, twice: the
+# trims, then the bracket's start without its own pass over the row. The others measured lost (the table at the
+# end): fewer ALU instructions through a scratch round trip became waits on memory, more words counted per search
+# step added ALU work, and twice the warps per program (1024 threads) ran slower everywhere.
 # %%
 tune16 = viz.load_records(dev("K"))
 print(viz.record_label(tune16[1], tune16[2]) if tune16[0] else "NO RECORD")
@@ -559,6 +574,10 @@ TRIED = [  # (option, what it was, verdict, [(record, stage, baseline arm, candi
      "(the batch where the select costs most); the simpler pass kept",
      [(dev("BG_select_k2048"), SEL, "pkg_lean", ("pkg_lean2", "new")),
       (dev("BG_select_k512"), SEL, "pkg_lean", ("pkg_lean2", "new"))]),
+    ("bisect: the middle in thirds, again", "on the bracket started from the law's probes: the middle's search with "
+     "two probes a step near the thirds of its range (one reduction of two packed counts)",
+     "not adopted: within 3 % either way, no gain; the halving search kept",
+     [(dev("BH_select_k2048"), SEL, "pkg_v3", "pkg_v4"), (dev("BH_select_k512"), SEL, "pkg_v3", "pkg_v4")]),
     ("bisect: 16 words a search step", "the middle's search counting 16 (or 8) words a reduction, laddered around "
      "the interpolated k-th or spread evenly; the 2048-word tile through the middle or in registers (the fastest "
      "variant per point)", "reverted: each step's compares cost more than the reductions it saved",
