@@ -295,10 +295,10 @@ if stages[0]:
 #
 # What a wave does with its time, counted: Nsight Compute on the same launch (`scripts/gpu_bisect_pipes.py`, the
 # card's clocks as found), with the caches flushed before each of its replay passes (its default) and kept (as
-# back-to-back calls find them). The first two records are the kernel before the trims above (548c909), the third
-# the trimmed one (e8cefdd), caches kept; the bracket's new start was not profiled. Per case: the profiled time, warp instructions per row and the ALU pipe's share of
-# them, how busy the ALU pipe and the issue slots were, eligible of resident warps per scheduler, and the largest
-# stall reasons (cycles a warp waited per instruction issued):
+# back-to-back calls find them). The first two records are the kernel before the trims above (548c909), the third the
+# trimmed one (e8cefdd), caches kept; the bracket's new start was not profiled. Per case: the profiled time, warp
+# instructions per row and the ALU pipe's share of them, how busy the ALU pipe and the issue slots were, eligible of
+# resident warps per scheduler, and the largest stall reasons (cycles a warp waited per instruction issued):
 
 # %%
 for name in ("k_large/bisect_pipes_601327a", "k_large/bisect_pipes_30373a5_warm", "k_large/bisect_pipes_e8cefdd_warm"):

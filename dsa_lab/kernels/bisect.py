@@ -9,11 +9,11 @@ NaN on top), in a tile chosen on the device by the live length (2048, 8192 or 32
    ``[lo, hi)`` holds at most ``MC`` words, long before the k-th word is isolated.  There (warp size 32) the first
    step counts two words at once, where a law fitted to a quarter of the row (its mean and spread, summed as the
    row loads; a normal and a uniform law together) puts ranks just above and below ``k``: on bell-shaped and flat
-   rows those two words are the bracket, with a middle of at most ``MC`` words, and nothing else is counted.  Where they miss, and on the other tiles and
-   targets, the bracket starts from the candidates' extremes (one pass of counts and extremes), narrowed by the
-   probe that missed.  Further steps interpolate between the counts (on the widest tile) while that keeps halving
-   the middle.  On the 2048-word tile a step costs no more than one over a middle, so the bracket goes on to the
-   k-th word.
+   rows those two words are the bracket, with a middle of at most ``MC`` words, and nothing else is counted.  Where
+   they miss, and on the other tiles and targets, the bracket starts from the candidates' extremes (one pass of
+   counts and extremes), narrowed by the probe that missed.  Further steps interpolate between the counts (on the
+   widest tile) while that keeps halving the middle.  On the 2048-word tile a step costs no more than one over a
+   middle, so the bracket goes on to the k-th word.
 2. **One pass over the registers.**  Positions thread by thread (each thread counts its own words, one scan of one
    value a thread, then its words in order): the ``c_hi`` words above the middle go straight to their output slots
    (every one of them is a pick), the middle's columns to a per-row scratch of ``MC`` slots.  A middle of one value
