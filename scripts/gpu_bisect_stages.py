@@ -42,12 +42,8 @@ def _cut_kernel(src_ptr, src_stride, out_ptr, mid_ptr, n, k, rows, pf_step, STOP
     L = (tl.zeros([], tl.int64) + n).to(tl.int32)
     if STOP == 0:
         CW: tl.constexpr = 8192
-        z = tl.zeros([WS, NW], tl.float32)
-        h0, s1, s2 = B._words(src_ptr, row_off, 0, L, z, z, CW, WS, NW, True, 1)
-        h1, s1, s2 = B._words(src_ptr, row_off, CW, L, s1, s2, CW, WS, NW, True, 2)
-        h2, s1, s2 = B._words(src_ptr, row_off, 2 * CW, L, s1, s2, CW, WS, NW, True, 1)
-        h3, s1, s2 = B._words(src_ptr, row_off, 3 * CW, L, s1, s2, CW, WS, NW, True, 2)
-        s = tl.sum(s1) + tl.sum(s2)
+        h0, h1, h2, h3, s1, s2 = B._row_words(src_ptr, row_off, L, CW, WS, NW, True)
+        s = s1 + s2
         mx = tl.max(tl.maximum(tl.maximum(h0, h1), tl.maximum(h2, h3)))  # (keeps every word's load)
         tl.store(orow, mx + s.to(tl.int32))
     else:

@@ -143,6 +143,18 @@ def _words(src_ptr, row_off, c0, L, s1, s2, CW: tl.constexpr, WS: tl.constexpr, 
 
 
 @triton.jit
+def _row_words(src_ptr, row_off, L, CW: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr, MOM: tl.constexpr):
+    """The row's four chunks of :func:`_words` (the sampled runs alternating between them) and, with ``MOM``, the
+    sample's sums over the whole tile (scalars: finite scores, their squares)."""
+    z = tl.zeros([WS, NW], tl.float32)
+    h0, s1, s2 = _words(src_ptr, row_off, 0, L, z, z, CW, WS, NW, MOM, 1)
+    h1, s1, s2 = _words(src_ptr, row_off, CW, L, s1, s2, CW, WS, NW, MOM, 2)
+    h2, s1, s2 = _words(src_ptr, row_off, 2 * CW, L, s1, s2, CW, WS, NW, MOM, 1)
+    h3, s1, s2 = _words(src_ptr, row_off, 3 * CW, L, s1, s2, CW, WS, NW, MOM, 2)
+    return h0, h1, h2, h3, tl.sum(s1), tl.sum(s2)
+
+
+@triton.jit
 def _upper_z(q):
     """``z`` with ``P(Z > z) = q`` for a standard normal ``Z`` (Abramowitz & Stegun 26.2.23, error below 5e-4),
     ``q`` in ``(0, 1)``."""
@@ -287,34 +299,28 @@ def _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, W: tl.constexpr, CAP: 
     words ``>= hi`` are written to ``orow``, and the middle's columns to ``mrow`` (or, ``one``, its first ``k - c_hi``
     to ``orow`` after them).  A row of at most ``k`` candidates has every one of them written (``c_hi = c_lo``)."""
     CW: tl.constexpr = W // 4
-    z = tl.zeros([WS, NW], tl.float32)
-    h0, s1, s2 = _words(src_ptr, row_off, 0, L, z, z, CW, WS, NW, MODEL, 1)
-    h1, s1, s2 = _words(src_ptr, row_off, CW, L, s1, s2, CW, WS, NW, MODEL, 2)
-    h2, s1, s2 = _words(src_ptr, row_off, 2 * CW, L, s1, s2, CW, WS, NW, MODEL, 1)
-    h3, s1, s2 = _words(src_ptr, row_off, 3 * CW, L, s1, s2, CW, WS, NW, MODEL, 2)
+    h0, h1, h2, h3, s1, s2 = _row_words(src_ptr, row_off, L, CW, WS, NW, MODEL)
     if MODEL:
         # first, two probes where a law fitted to a sample of the row puts ranks just above and below k: on
         # bell-shaped and flat rows they bracket the k-th word with a middle of at most CAP words at once, and the
         # row's candidate count and extremes (a pass of their own) are never needed
-        t1, t2 = _model_probes(L, k, tl.sum(s1), tl.sum(s2), W, CAP, WS * NW)
+        t1, t2 = _model_probes(L, k, s1, s2, W, CAP, WS * NW)
         c1, c2 = _ge2(h0, h1, h2, h3, t1, t2)
         hit = (c1 >= k) & (c2 < k)
         tm = tl.where(c2 >= k, t2, t1)  # (counts fall with the word: a miss has both at or above k, or both below)
         cm = tl.where(c2 >= k, c2, c1)
-    else:
+    else:  # (no probes: the branch below is never taken)
         t1 = tl.zeros([], tl.int32)
         t2 = t1
         c1 = t1
         c2 = t1
-        tm = t1
-        cm = t1
         hit = c1 < 0
     if hit:
         lo = t1.to(tl.int64)
         hi = t2.to(tl.int64)
         c_lo = c1
         c_hi = c2
-        few = c1 < 0
+        few = c1 < 0  # (false: c1 >= k)
     else:
         lo, hi, c_lo, c_hi, ncand = _start(h0, h1, h2, h3, k)
         few = ncand <= k  # every candidate is a pick: all of them "above"
