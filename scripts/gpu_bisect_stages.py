@@ -1,7 +1,7 @@
 """Where a bisect-select row's time goes: the bisect kernel cut after each stage, at the widest register tile
 (evidence for the notes; not product code).
 
-    python3 scripts/gpu_bisect_stages.py OUT.csv [--rows 132,264,640] [--k 2048,512] [--dists normal,equal]
+    python3 scripts/gpu_bisect_stages.py OUT.csv [--rows 132,264,640] [--k 2048,512] [--dists normal,equal,ramp,nan1pct]
 
 Variants (one program per row of 32768 columns, the product's tiles and helpers, compiled as the product is):
 ``load`` (the four chunks and the sampled law's sums), ``pass`` (+ the law's two probes counted, the bracket, the
@@ -21,6 +21,7 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 from dsa_lab.bench import data, timing  # noqa: E402
+from dsa_lab.bench.shapes import fill  # noqa: E402
 from dsa_lab.kernels import bisect as B  # noqa: E402
 from dsa_lab.kernels.common import fill_tail  # noqa: E402
 
@@ -49,18 +50,21 @@ def _cut_kernel(src_ptr, src_stride, out_ptr, mid_ptr, n, k, rows, pf_step, STOP
     else:
         # the product's three tiles, as it compiles them
         if L <= 2048:
-            c_lo, c_hi, one = B._bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, 2048, 0, False, False, WS, NW)
+            lo, hi1, c_lo, c_hi, one = B._bracket_and_pass(
+                src_ptr, row_off, out_ptr, mid_ptr, L, k, 2048, 0, False, False, MC, WS, NW)
         elif L <= 8192:
-            c_lo, c_hi, one = B._bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, 8192, MC, False, True, WS, NW)
+            lo, hi1, c_lo, c_hi, one = B._bracket_and_pass(
+                src_ptr, row_off, out_ptr, mid_ptr, L, k, 8192, MC, False, True, MC, WS, NW)
         else:
-            c_lo, c_hi, one = B._bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, 32768, MC, True, True, WS, NW)
+            lo, hi1, c_lo, c_hi, one = B._bracket_and_pass(
+                src_ptr, row_off, out_ptr, mid_ptr, L, k, 32768, MC, True, True, MC, WS, NW)
         if PF:
             if row + pf_step < rows:
                 _prefetch(src_ptr, (row + pf_step).to(tl.int64) * src_stride)
         if STOP == 2:
             tl.store(orow, c_lo + c_hi + one.to(tl.int32))
         else:
-            B._middle(src_ptr, row_off, orow, mrow, L, k, c_lo, c_hi, one, MC)
+            B._middle(src_ptr, row_off, orow, mrow, L, k, lo, hi1, c_lo, c_hi, one, MC)
             fill_tail(out_ptr, row.to(tl.int64) * k, tl.minimum(c_lo, k), k, KT)
 
 
@@ -79,9 +83,7 @@ def main():
     for dist in a.dists.split(","):
         for rows in [int(r) for r in a.rows.split(",")]:
             g = torch.Generator(device=dev).manual_seed(rows)
-            sc = torch.randn((rows, n), device=dev, generator=g)
-            if dist == "equal":
-                sc.fill_(1.0)
+            sc = fill(dist, rows, n, gen=g)
             for k in [int(x) for x in a.k.split(",")]:
                 out = torch.empty((rows, k), dtype=torch.int32, device=dev)
                 mid = torch.empty((rows, B.MID_CAP), dtype=torch.int32, device=dev)
@@ -99,7 +101,7 @@ def main():
                     fn()
                     torch.cuda.synchronize()
                     check = ""
-                    if name in ("middle", "middle_pf", "full") and dist != "equal":
+                    if name in ("middle", "middle_pf", "full") and dist in ("normal", "shifted", "ramp"):
                         check = "ok" if torch.equal(out.long().sort(1).values, ref) else "mismatch"
                     t = timing.time_fn(fn)
                     waves = -(-rows // sms)

@@ -106,6 +106,24 @@ def test_bisect_probe_misses(shape, k, fresh_seed):
     assert_same_sets(bisect(x, k, lens), topk_select_reference(x, k, lens, 1), f"{shape} k={k} seed={fresh_seed}")
 
 
+@pytest.mark.parametrize("k", [300, 700, 1500])
+def test_bisect_top_heavy(k, fresh_seed):
+    """Rows whose +inf and NaN (outside the sample's law) push the upper probe's count to k or past it, from a few
+    words below k to past it: the probes are tried again with the excess counted on top, and the bracket is taken
+    from whichever of the four counted words bound the k-th (or, where none is above it, from the row's extremes)."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    n, rows = 6000, 12
+    x = torch.randn((rows, n), generator=gen)
+    ntop = torch.linspace(k // 4, k + 40, rows).to(torch.int64)
+    for r in range(rows):
+        cols = torch.randperm(n, generator=gen)[: int(ntop[r])]
+        x[r, cols] = torch.where(torch.rand(len(cols), generator=gen) < 0.5, INF, NAN)
+    lens = torch.full((rows,), n, dtype=torch.int32)
+    lens[1::3] = torch.randint(n // 2, n, (rows // 3,), generator=gen).to(torch.int32)
+    x = _garbage(x, lens)
+    assert_same_sets(bisect(x, k, lens), topk_select_reference(x, k, lens, 1), f"k={k} seed={fresh_seed}")
+
+
 def test_bisect_search_exits():
     """The search's three exits, on worked rows: at most k candidates (all taken, -1 tail); distinct integers, where
     some midpoint has exactly k words at or above it; one value repeated, where the k-th word is tied and the ties go

@@ -61,29 +61,31 @@ def _probe(lo, hi, c_lo, c_hi, t, interp):
 
 
 @triton.jit
-def _kth(h, n, k):
-    """``(A, T, need)`` of the words ``h`` (``NEG``: no word), ``n`` of them: the ``k`` largest are every word
-    ``>= A`` plus the first ``need`` (in ``h``'s order) equal to ``T``; all ``n`` when ``n <= k`` (``A = NEG + 1``).
-    Bisection, at most 32 steps."""
-    lo = tl.min(tl.where(h > NEG, h, 0x7FFFFFFF)).to(tl.int64)
-    hi = tl.max(h).to(tl.int64) + 1
+def _kth(h, n, k, lo, hi):
+    """``(A, T, need)`` of the words ``h`` (``n`` of them, all in ``[lo, hi)``; the others below ``lo``), ``k < n``:
+    the ``k`` largest are every word ``>= A`` plus the first ``need`` (in ``h``'s order) equal to ``T``.  Steps
+    interpolate between the counts, aiming a sixteenth of the words between the bounds past rank ``k`` on the wider
+    side (so that both bounds close in, not only the nearer; at rank ``k`` once fewer than 16 are left), while each
+    step halves the words between them; else they bisect: a few steps on smoothly spread words, at most about twice
+    the bisection's 32."""
+    c_lo = n
     c_hi = tl.zeros([], tl.int32)
-    exact = tl.zeros([], tl.int32)
-    go = (n > k) & (hi - lo > 1)
+    interp = tl.zeros([], tl.int32) + 1
+    go = hi - lo > 1
     while go:
-        mid = (lo + hi) >> 1
+        m = (c_lo - c_hi) // 16
+        mid = _probe(lo, hi, c_lo, c_hi, tl.where(c_lo - k > k - c_hi, k + m, k - m), interp != 0)
         c = tl.sum((h >= mid.to(tl.int32)).to(tl.int32))
         big = c >= k
+        w0 = c_lo - c_hi
         lo = tl.where(big, mid, lo)
+        c_lo = tl.where(big, c, c_lo)
         hi = tl.where(big, hi, mid)
         c_hi = tl.where(big, c_hi, c)
-        exact = (c == k).to(tl.int32)
-        go = (hi - lo > 1) & (c != k)
-    A = tl.where(exact != 0, lo, hi)
-    need = tl.where(exact != 0, 0, k - c_hi)
-    A = tl.where(n > k, A, NEG + 1)
-    need = tl.where(n > k, need, 0)
-    return A, lo.to(tl.int32), need
+        interp = ((interp == 0) | (2 * (c_lo - c_hi) <= w0)).to(tl.int32)
+        go = (hi - lo > 1) & (c_lo != k)
+    exact = c_lo == k
+    return tl.where(exact, lo, hi), lo.to(tl.int32), tl.where(exact, 0, k - c_hi)
 
 
 @triton.jit
@@ -143,15 +145,22 @@ def _words(src_ptr, row_off, c0, L, s1, s2, CW: tl.constexpr, WS: tl.constexpr, 
 
 
 @triton.jit
+def _add2(a1, a2, b1, b2):
+    return a1 + b1, a2 + b2
+
+
+@triton.jit
 def _row_words(src_ptr, row_off, L, CW: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr, MOM: tl.constexpr):
     """The row's four chunks of :func:`_words` (the sampled runs alternating between them) and, with ``MOM``, the
-    sample's sums over the whole tile (scalars: finite scores, their squares)."""
+    sample's sums over the whole tile (scalars: finite scores, their squares; one block reduction)."""
     z = tl.zeros([WS, NW], tl.float32)
     h0, s1, s2 = _words(src_ptr, row_off, 0, L, z, z, CW, WS, NW, MOM, 1)
     h1, s1, s2 = _words(src_ptr, row_off, CW, L, s1, s2, CW, WS, NW, MOM, 2)
     h2, s1, s2 = _words(src_ptr, row_off, 2 * CW, L, s1, s2, CW, WS, NW, MOM, 1)
     h3, s1, s2 = _words(src_ptr, row_off, 3 * CW, L, s1, s2, CW, WS, NW, MOM, 2)
-    return h0, h1, h2, h3, tl.sum(s1), tl.sum(s2)
+    s1, s2 = tl.reduce((s1, s2), 0, _add2)
+    s1, s2 = tl.reduce((s1, s2), 0, _add2)
+    return h0, h1, h2, h3, s1, s2
 
 
 @triton.jit
@@ -165,22 +174,24 @@ def _upper_z(q):
 
 
 @triton.jit
-def _model_probes(L, k, s1, s2, W: tl.constexpr, CAP: tl.constexpr, S: tl.constexpr):
+def _model_probes(L, k, s1, s2, top, W: tl.constexpr, CAP: tl.constexpr, S: tl.constexpr):
     """Two words ``NEG < t1 < t2`` (int32) around rank ``k`` among ``L``, from the sample :func:`_words` takes of a
     ``W``-column tile (every fourth run of ``S`` columns, the second of four in even chunks, the third in odd; ``s1``,
-    ``s2``: the sum of its finite scores and of their squares, others counted as zeros): ``t1`` where a law with the
-    sample's mean and spread puts rank ``k + CAP / 4``, ``t2`` rank ``k - min(CAP / 4, k / 2)``.  The law is a normal
-    one and a uniform one together (``t1`` the lower of their words, ``t2`` the higher): the normal's tail reaches
-    past a flat row's end, the uniform's stops short of a bell's.  Only the number of steps depends on how good a
-    guess this is: the counts at the two words are exact."""
+    ``s2``: the sum of its finite scores and of their squares) and ``top``, how many scores are taken to be +inf or NaN
+    (above every finite word; sampled in that proportion): ``t1`` where a law with the sample's mean and spread puts
+    rank ``k + CAP / 4`` counting the ``top``, ``t2`` rank ``k - min(CAP / 4, k / 2)``.  The law is a normal one and a
+    uniform one together (``t1`` the lower of their words, ``t2`` the higher): the normal's tail reaches past a flat
+    row's end, the uniform's stops short of a bell's.  Only the number of steps depends on how good a guess this is:
+    the counts at the two words are exact."""
     st = tl.arange(0, W // (4 * S)) * (4 * S)
     st += tl.where((st // (W // 4)) % 2 == 0, S, 2 * S)  # the sampled runs' first columns
-    ns = tl.maximum(tl.sum(tl.minimum(tl.maximum(L - st, 0), S)), 1).to(tl.float32)
-    nf = tl.maximum(L, 1).to(tl.float32)
+    nf = tl.maximum(L.to(tl.float32) - top, 1.0)  # the finite scores
+    ns = tl.maximum(tl.sum(tl.minimum(tl.maximum(L - st, 0), S)).to(tl.float32) * (nf / tl.maximum(L, 1)), 1.0)
     mean = s1 / ns
     sd = tl.sqrt(tl.maximum(s2 / ns - mean * mean, 0.0))
-    q1 = (k + CAP // 4).to(tl.float32) / nf
-    q2 = tl.maximum(k - tl.minimum(k // 2, CAP // 4), 1).to(tl.float32) / nf  # (not above rank k / 2)
+    q1 = ((k + CAP // 4).to(tl.float32) - top) / nf
+    r2 = (k - tl.minimum(k // 2, CAP // 4)).to(tl.float32) - top  # (not above rank k / 2 ...
+    q2 = tl.maximum(tl.maximum(r2, 0.5 * (k - top)), 1.0) / nf  # ... nor above half the finite scores' need)
     v1 = mean + tl.minimum(_upper_z(q1), 1.7320508 * (1.0 - 2.0 * q1)) * sd
     v2 = mean + tl.maximum(_upper_z(q2), 1.7320508 * (1.0 - 2.0 * q2)) * sd
     m1 = tl_ordered_hi(v1).to(tl.int64)
@@ -292,20 +303,44 @@ def _start(h0, h1, h2, h3, k):
 
 
 @triton.jit
-def _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, W: tl.constexpr, CAP: tl.constexpr,
-                      IP: tl.constexpr, MODEL: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr):
+def _rows(out_ptr, mid_ptr, k, MC: tl.constexpr):
+    """This program's row of the output and of the scratch, computed where they are used (held from the start, they
+    cost the loads two registers a thread)."""
+    row = tl.program_id(0).to(tl.int64)
+    return out_ptr + row * k, mid_ptr + row * MC
+
+
+@triton.jit
+def _bracket_and_pass(src_ptr, row_off, out_ptr, mid_ptr, L, k, W: tl.constexpr, CAP: tl.constexpr,
+                      IP: tl.constexpr, MODEL: tl.constexpr, MC: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr):
     """Stages 1 and 2 over a row of ``L <= W`` live columns, held as four ``W / 4``-column chunks (one pass over a
-    single ``W``-word tile would need more registers than a thread has): returns ``(c_lo, c_hi, one)``; the ``c_hi``
-    words ``>= hi`` are written to ``orow``, and the middle's columns to ``mrow`` (or, ``one``, its first ``k - c_hi``
-    to ``orow`` after them).  A row of at most ``k`` candidates has every one of them written (``c_hi = c_lo``)."""
+    single ``W``-word tile would need more registers than a thread has): returns the bracket as ``(lo, hi - 1, c_lo,
+    c_hi)`` (int32 words) and ``one``; the ``c_hi`` words ``>= hi`` are written to the program's output row, and the
+    middle's columns to its scratch row (or, ``one``, its first ``k - c_hi`` to the output after them).  A row of at
+    most ``k`` candidates has every one of them written (``c_hi = c_lo``)."""
     CW: tl.constexpr = W // 4
     h0, h1, h2, h3, s1, s2 = _row_words(src_ptr, row_off, L, CW, WS, NW, MODEL)
     if MODEL:
         # first, two probes where a law fitted to a sample of the row puts ranks just above and below k: on
         # bell-shaped and flat rows they bracket the k-th word with a middle of at most CAP words at once, and the
         # row's candidate count and extremes (a pass of their own) are never needed
-        t1, t2 = _model_probes(L, k, s1, s2, W, CAP, WS * NW)
+        t1, t2 = _model_probes(L, k, s1, s2, 0.0, W, CAP, WS * NW)
         c1, c2 = _ge2(h0, h1, h2, h3, t1, t2)
+        if c2 >= k:
+            # too many above the upper probe: +inf and NaN (the sample's law is of the finite scores) or a heavy
+            # upper tail.  Counted as scores on top, the excess moves both probes up for one more try; the bracket
+            # is then the highest of the three words counted at or above k to the lowest counted below it
+            r2 = k - tl.minimum(k // 2, CAP // 4)
+            u1, u2 = _model_probes(L, k, s1, s2, (c2 - r2).to(tl.float32), W, CAP, WS * NW)
+            d1, d2 = _ge2(h0, h1, h2, h3, u1, u2)
+            a1 = (d1 >= k) & (u1 > t2)
+            t1 = tl.where(a1, u1, t2)
+            c1 = tl.where(a1, d1, c2)
+            a2 = (d2 >= k) & (u2 > t1)
+            t1 = tl.where(a2, u2, t1)
+            c1 = tl.where(a2, d2, c1)
+            t2 = tl.where(d1 < k, u1, u2)  # (d2 >= k too: no word below k, a miss)
+            c2 = tl.where(d1 < k, d1, d2)
         hit = (c1 >= k) & (c2 < k)
         tm = tl.where(c2 >= k, t2, t1)  # (counts fall with the word: a miss has both at or above k, or both below)
         cm = tl.where(c2 >= k, c2, c1)
@@ -352,6 +387,7 @@ def _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, W: tl.constexpr, CAP: 
     need = k - c_hi
     lo32 = lo.to(tl.int32)
     hi1 = (hi - 1).to(tl.int32)  # "h >= hi" as "h > hi - 1": hi may be 2**31
+    orow, mrow = _rows(out_ptr, mid_ptr, k, MC)
     a = tl.zeros([], tl.int32)
     m = tl.zeros([], tl.int32)
     span = (hi - lo).to(tl.uint32)  # (hi - lo < 2**32; 0 with every candidate a pick: no middle)
@@ -367,14 +403,14 @@ def _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, W: tl.constexpr, CAP: 
     a, m = _emit_chunk(h1, CW, L, orow, mrow, lo32, span, hi1, c_hi, one, a, m, CW, WS, NW)
     a, m = _emit_chunk(h2, 2 * CW, L, orow, mrow, lo32, span, hi1, c_hi, one, a, m, CW, WS, NW)
     a, m = _emit_chunk(h3, 3 * CW, L, orow, mrow, lo32, span, hi1, c_hi, one, a, m, CW, WS, NW)
-    return c_lo, c_hi, one
+    return lo32, hi1, c_lo, c_hi, one
 
 
 @triton.jit
-def _middle(src_ptr, row_off, orow, mrow, L, k, c_lo, c_hi, one, MC: tl.constexpr):
-    """Stage 3, after :func:`_bracket_and_pass`: the middle's ``c_lo - c_hi`` columns (in ``mrow``, any order) searched
-    for its ``(k - c_hi)``-th word; its picks written to ``orow`` after the ``c_hi`` already there.  Nothing to do
-    when the pass wrote the middle itself (``one``) or no pick is left."""
+def _middle(src_ptr, row_off, orow, mrow, L, k, lo, hi1, c_lo, c_hi, one, MC: tl.constexpr):
+    """Stage 3, after :func:`_bracket_and_pass`: the middle's ``c_lo - c_hi`` columns (in ``mrow``, any order; their
+    words in ``[lo, hi1]``) searched for its ``(k - c_hi)``-th word; its picks written to ``orow`` after the ``c_hi``
+    already there.  Nothing to do when the pass wrote the middle itself (``one``) or no pick is left."""
     need = k - c_hi
     nm = c_lo - c_hi
     if (not one) & (nm > 0) & (need > 0):
@@ -382,7 +418,7 @@ def _middle(src_ptr, row_off, orow, mrow, L, k, c_lo, c_hi, one, MC: tl.constexp
         j = tl.arange(0, MC)
         mc = tl.load(mrow + j, mask=j < nm, other=0)
         w = tl_ordered_hi(tl.load(src_ptr + row_off + mc, mask=j < nm, other=float("-inf")))
-        A, T, nt = _kth(w, nm, need)
+        A, T, nt = _kth(w, nm, need, lo.to(tl.int64), hi1.to(tl.int64) + 1)
         eq = (w == T) & (w < A)
         # ties straddling the k-th: the first `nt` columns (the scratch is not in column order), by bisection
         cut = L
@@ -417,15 +453,17 @@ def _bisect_kernel(src_ptr, src_stride, len_ptr, start_ptr, out_ptr, mid_ptr, fl
         row_off = row.to(tl.int64) * (src_stride // 16) * 16
     else:
         row_off = row.to(tl.int64) * src_stride
-    orow = out_ptr + row.to(tl.int64) * k
-    mrow = mid_ptr + row.to(tl.int64) * MC
     if L <= 2048:
-        c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, 2048, 0, False, False, WS, NW)
+        lo, hi1, c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, out_ptr, mid_ptr, L, k, 2048, 0, False, False,
+                                                     MC, WS, NW)
     elif L <= 8192:
-        c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, 8192, MC, False, MODEL, WS, NW)
+        lo, hi1, c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, out_ptr, mid_ptr, L, k, 8192, MC, False, MODEL,
+                                                     MC, WS, NW)
     else:
-        c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, orow, mrow, L, k, 32768, MC, True, MODEL, WS, NW)
-    _middle(src_ptr, row_off, orow, mrow, L, k, c_lo, c_hi, one, MC)
+        lo, hi1, c_lo, c_hi, one = _bracket_and_pass(src_ptr, row_off, out_ptr, mid_ptr, L, k, 32768, MC, True, MODEL,
+                                                     MC, WS, NW)
+    orow, mrow = _rows(out_ptr, mid_ptr, k, MC)
+    _middle(src_ptr, row_off, orow, mrow, L, k, lo, hi1, c_lo, c_hi, one, MC)
     fill_tail(out_ptr, row.to(tl.int64) * k, tl.minimum(c_lo, k), k, KT)
     if FLAGS:
         tl.debug_barrier()  # the ids were written by every thread
