@@ -179,8 +179,7 @@ def _model_probes(L, k, s1, s2, top, W: tl.constexpr, CAP: tl.constexpr, S: tl.c
     ``W``-column tile (every fourth run of ``S`` columns, the second of four in even chunks, the third in odd; ``s1``,
     ``s2``: the sum of its finite scores and of their squares) and ``top``, how many scores are taken to be +inf or NaN
     (above every finite word; sampled in that proportion): ``t1`` where a law with the sample's mean and spread puts
-    rank ``k + CAP / 4`` counting the ``top``, ``t2`` rank ``k - min(CAP / 4, k / 2)`` or, where that is lower, half
-    way from the ``top`` to rank ``k``.  The law is a normal one and a
+    rank ``k + CAP / 4`` counting the ``top``, ``t2`` rank ``k - min(CAP / 4, k / 2)``.  The law is a normal one and a
     uniform one together (``t1`` the lower of their words, ``t2`` the higher): the normal's tail reaches past a flat
     row's end, the uniform's stops short of a bell's.  Only the number of steps depends on how good a guess this is:
     the counts at the two words are exact."""
@@ -329,14 +328,19 @@ def _bracket_and_pass(src_ptr, row_off, out_ptr, mid_ptr, L, k, W: tl.constexpr,
         c1, c2 = _ge2(h0, h1, h2, h3, t1, t2)
         if c2 >= k:
             # too many above the upper probe: +inf and NaN (the sample's law is of the finite scores) or a heavy
-            # upper tail.  The upper probe is then the bracket's lower end, and one more word, where the law puts the
-            # finite scores' share of the rest counting the excess as scores on top, is tried for its upper end
+            # upper tail.  Counted as scores on top, the excess moves both probes up for one more try; the bracket
+            # is then the highest of the three words counted at or above k to the lowest counted below it
             r2 = k - tl.minimum(k // 2, CAP // 4)
-            t1 = t2
-            c1 = c2
-            _, t2 = _model_probes(L, k, s1, s2, (c2 - r2).to(tl.float32), W, CAP, WS * NW)
-            t2 = tl.minimum(tl.maximum(t2.to(tl.int64), t1.to(tl.int64) + 1), 0x7FFFFFFF).to(tl.int32)
-            c2 = _ge(h0, h1, h2, h3, t2)
+            u1, u2 = _model_probes(L, k, s1, s2, (c2 - r2).to(tl.float32), W, CAP, WS * NW)
+            d1, d2 = _ge2(h0, h1, h2, h3, u1, u2)
+            a1 = (d1 >= k) & (u1 > t2)
+            t1 = tl.where(a1, u1, t2)
+            c1 = tl.where(a1, d1, c2)
+            a2 = (d2 >= k) & (u2 > t1)
+            t1 = tl.where(a2, u2, t1)
+            c1 = tl.where(a2, d2, c1)
+            t2 = tl.where(d1 < k, u1, u2)  # (d2 >= k too: no word below k, a miss)
+            c2 = tl.where(d1 < k, d1, d2)
         hit = (c1 >= k) & (c2 < k)
         tm = tl.where(c2 >= k, t2, t1)  # (counts fall with the word: a miss has both at or above k, or both below)
         cm = tl.where(c2 >= k, c2, c1)
