@@ -273,6 +273,17 @@ print(viz.record_status(prev5[0]))
 print(proofs.format_table(viz.old_new_rows(prev5)))
 
 # %% [markdown]
+# Then the rows the probes missed. 1 % NaN rows at k = 512 put their NaN above the upper probe, and took the pass
+# of counts and extremes. Now the excess over the rank that probe aimed at is taken as scores on top, and both probes
+# are tried once more. The middle's search starts from the bracket's ends, and its steps interpolate with a margin on
+# the wider side, so both ends close in. Against the package at the commit before (whose kernel is 29876e9's):
+
+# %%
+prev6 = [viz.load_records(f"k_large/select_ab_1dbd9ae_k{kk}") for kk in (2048, 512)]
+print(viz.record_status(prev6[0]))
+print(proofs.format_table(viz.old_new_rows(prev6)))
+
+# %% [markdown]
 # **What it means.** Large k is a different algorithm, picked from shapes alone. It is not a bigger sort. Below SM/6
 # rows of 256K the split radix select keeps every SM busy; from SM/6 rows, and at any row count when the rows are
 # 2048-8192 blocks wide, one register-resident row per SM is faster. What is left is one SM's work per row: at 256K
@@ -583,6 +594,14 @@ TRIED = [  # (option, what it was, verdict, [(record, stage, baseline arm, candi
      "variant per point)", "reverted: each step's compares cost more than the reductions it saved",
      [(dev("BE_select_k2048"), SEL, "old", ("new", "pkg_n8", "pkg_uni", "pkg_c0", "pkg_ld")),
       (dev("BE_select_k512"), SEL, "old", ("new", "pkg_n8", "pkg_uni", "pkg_c0", "pkg_ld"))]),
+    ("bisect: the middle aimed at rank k", "the middle's interpolating search aiming each step (or its first step) at "
+     "rank k itself, without the margin on the wider side",
+     "not adopted: the aim stalls on one end of a bell's tail; ramp rows faster, normal and shifted ones slower",
+     [(dev("BJ_select"), SEL, "pkg_v7n", "new"), (dev("BL_select"), SEL, "pkg_v7r2", "new")]),
+    ("bisect: the +inf / NaN retry counting one word", "where the upper probe counts k or more: it becomes the "
+     "bracket's lower end and one more word is counted (not two probes)",
+     "not adopted: the distributions at 128 x 256K closer (1.145x against 1.177x), 640 x 256K 96.7 -> 99.6 µs",
+     [(dev("BM_select"), SEL, "pkg_v7r2", "new")]),
 ]
 tried = viz.tried_rows(TRIED)
 Markdown(report.table(list(tried[0]), [list(r.values()) for r in tried]))

@@ -44,7 +44,7 @@ else
       --fuzz-max-rows 160 --fuzz-max-seconds 115 --seed $((3101 + i)) --record $D \
       --fuzz-name fuzz_shard$i.json --fuzz-dump $D/fuzz_failures --no-progress > $D/logs/fuzz$i.txt 2>&1 &
   done
-  timeout 200 python3 -m dsa_lab.cli verify --scale gpu --cases many,k257,k512,k1000,k2048,k_gt --seed 777 \
+  timeout 280 python3 -m dsa_lab.cli verify --scale gpu --cases many,k257,k512,k1000,k2048,k_gt --seed 777 \
     --record $D --matrix-name verify_matrix_large_k.csv --no-progress > $D/logs/matrix.txt 2>&1 &
   wait
   python3 -m dsa_lab.bench.verify merge $D/fuzz_large_k.json $D/fuzz_shard*.json >> $L 2>&1 && rm -f $D/fuzz_shard*
