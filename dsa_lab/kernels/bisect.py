@@ -10,21 +10,23 @@ NaN on top), in a tile chosen on the device by the live length (2048, 8192 or 32
    step counts two words at once, where a law fitted to a quarter of the row (its mean and spread, summed as the
    row loads; a normal and a uniform law together) puts ranks just above and below ``k``: on bell-shaped and flat
    rows those two words are the bracket, with a middle of at most ``MC`` words, and nothing else is counted.  Where
-   they miss, and on the other tiles and targets, the bracket starts from the candidates' extremes (one pass of
-   counts and extremes), narrowed by the probe that missed.  Further steps interpolate between the counts (on the
-   widest tile) while that keeps halving the middle.  On the 2048-word tile a step costs no more than one over a
-   middle, so the bracket goes on to the k-th word.
+   the upper one counts ``k`` or more (+inf and NaN, which the law does not see), the excess moves both up for one
+   more try.  Where they still miss, and on the other tiles and targets, the bracket starts from the candidates'
+   extremes (one pass of counts and extremes), narrowed by the probe that missed.  Further steps interpolate between
+   the counts (on the widest tile) while that keeps halving the middle.  On the 2048-word tile a step costs no more
+   than one over a middle, so the bracket goes on to the k-th word.
 2. **One pass over the registers.**  Positions thread by thread (each thread counts its own words, one scan of one
    value a thread, then its words in order): the ``c_hi`` words above the middle go straight to their output slots
    (every one of them is a pick), the middle's columns to a per-row scratch of ``MC`` slots.  A middle of one value
    (ties: its first ``k - c_hi`` columns, found from counts per group of consecutive columns) or of picks only goes
    straight to the output.
-3. **The middle.**  Its words (gathered again by column, from L2) are few, so bisecting for its ``(k - c_hi)``-th
-   word costs a small tile per step; its picks follow the ``c_hi`` already written (ties straddling the k-th: the
-   smaller columns, bisecting on the column again: the scratch is not in column order).
+3. **The middle.**  Its words (gathered again by column, from L2) are few, so searching for its ``(k - c_hi)``-th
+   word (from the bracket's ends, interpolating) costs a small tile per step; its picks follow the ``c_hi`` already
+   written (ties straddling the k-th: the smaller columns, bisecting on the column: the scratch is not in column
+   order).
 
 Every count is exact: the values change the number of steps (at most 32 per stage, about twice that where
-interpolating steps fail, one more where the fitted law misses), never the result.  With ``FLAGS`` the selected
+interpolating steps fail, one or two more where the fitted law misses), never the result.  With ``FLAGS`` the selected
 blocks' flags are set from the written ids at the end.  The tiles are ``[warp size, warps, n / threads]`` (a warp's
 lanes on consecutive columns, a thread's words along the last axis) whose columns the compiler cannot prove
 contiguous: the loads then take the layout the scattered output stores need, and no tile is converted between
@@ -179,10 +181,10 @@ def _model_probes(L, k, s1, s2, top, W: tl.constexpr, CAP: tl.constexpr, S: tl.c
     ``W``-column tile (every fourth run of ``S`` columns, the second of four in even chunks, the third in odd; ``s1``,
     ``s2``: the sum of its finite scores and of their squares) and ``top``, how many scores are taken to be +inf or NaN
     (above every finite word; sampled in that proportion): ``t1`` where a law with the sample's mean and spread puts
-    rank ``k + CAP / 4`` counting the ``top``, ``t2`` rank ``k - min(CAP / 4, k / 2)``.  The law is a normal one and a
-    uniform one together (``t1`` the lower of their words, ``t2`` the higher): the normal's tail reaches past a flat
-    row's end, the uniform's stops short of a bell's.  Only the number of steps depends on how good a guess this is:
-    the counts at the two words are exact."""
+    rank ``k + CAP / 4`` counting the ``top``, ``t2`` rank ``k - min(CAP / 4, k / 2)`` but no higher than half way from
+    the ``top`` to rank ``k``.  The law is a normal one and a uniform one together (``t1`` the lower of their words,
+    ``t2`` the higher): the normal's tail reaches past a flat row's end, the uniform's stops short of a bell's.  Only
+    the number of steps depends on how good a guess this is: the counts at the two words are exact."""
     st = tl.arange(0, W // (4 * S)) * (4 * S)
     st += tl.where((st // (W // 4)) % 2 == 0, S, 2 * S)  # the sampled runs' first columns
     nf = tl.maximum(L.to(tl.float32) - top, 1.0)  # the finite scores
@@ -304,8 +306,8 @@ def _start(h0, h1, h2, h3, k):
 
 @triton.jit
 def _rows(out_ptr, mid_ptr, k, MC: tl.constexpr):
-    """This program's row of the output and of the scratch, computed where they are used (held from the start, they
-    cost the loads two registers a thread)."""
+    """This program's row of the output and of the scratch, computed where they are used (held from the start, their
+    64-bit addresses would stay live through the loads)."""
     row = tl.program_id(0).to(tl.int64)
     return out_ptr + row * k, mid_ptr + row * MC
 
