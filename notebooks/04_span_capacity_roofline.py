@@ -47,6 +47,13 @@ def dev(run):
     """A dev run's record (data/h200/tune_dev/): one CSV and its metadata per run."""
     return f"tune_dev/tune_dev_{run}"
 
+
+def against_previous(tag):
+    """The large-k select A/B against an older package (k_large/select_ab_{tag}_k2048 / _k512), point by point."""
+    recs = [viz.load_records(f"k_large/select_ab_{tag}_k{kk}") for kk in (2048, 512)]
+    print(viz.record_status(recs[0]))
+    print(proofs.format_table(viz.old_new_rows(recs)))
+
 # %% [markdown]
 # ## 1. The rule: the grid from shapes and the SM count, the split from the live extent
 #
@@ -216,9 +223,7 @@ if ab[0]:
 # (`previous` is the package at the commit before, `ratio` the current time over the previous one):
 
 # %%
-prev = [viz.load_records(f"k_large/select_ab_old_k{kk}") for kk in (2048, 512)]
-print(viz.record_status(prev[0]))
-print(proofs.format_table(viz.old_new_rows(prev)))
+against_previous("old")
 
 # %% [markdown]
 # The pass over the registers then changed its order. It had placed the words in column order, with a scan across
@@ -229,9 +234,7 @@ print(proofs.format_table(viz.old_new_rows(prev)))
 # commit before against this one, same process:
 
 # %%
-prev2 = [viz.load_records(f"k_large/select_ab_f3e3a44_k{kk}") for kk in (2048, 512)]
-print(viz.record_status(prev2[0]))
-print(proofs.format_table(viz.old_new_rows(prev2)))
+against_previous("f3e3a44")
 
 # %% [markdown]
 # Then the bracket's steps. On the 8192- and 32768-word tiles they took 4-7 interpolating steps, each a compare and a
@@ -241,9 +244,7 @@ print(proofs.format_table(viz.old_new_rows(prev2)))
 # became a float32 product instead of an int64 division. The package at the commit before against this one:
 
 # %%
-prev3 = [viz.load_records(f"k_large/select_ab_f8e2ef0_k{kk}") for kk in (2048, 512)]
-print(viz.record_status(prev3[0]))
-print(proofs.format_table(viz.old_new_rows(prev3)))
+against_previous("f8e2ef0")
 
 # %% [markdown]
 # Then fewer instructions per word, with the algorithm unchanged. The pass tests the middle with one unsigned
@@ -254,9 +255,7 @@ print(proofs.format_table(viz.old_new_rows(prev3)))
 # Against the package at the commit before:
 
 # %%
-prev4 = [viz.load_records(f"k_large/select_ab_548c909_k{kk}") for kk in (2048, 512)]
-print(viz.record_status(prev4[0]))
-print(proofs.format_table(viz.old_new_rows(prev4)))
+against_previous("548c909")
 
 # %% [markdown]
 # Then the bracket's start. The trimmed kernel still spent a pass over the row on its candidate count and extremes
@@ -268,9 +267,7 @@ print(proofs.format_table(viz.old_new_rows(prev4)))
 # 64-bit address computed per word). Against the package at the commit before these changes:
 
 # %%
-prev5 = [viz.load_records(f"k_large/select_ab_f914747_k{kk}") for kk in (2048, 512)]
-print(viz.record_status(prev5[0]))
-print(proofs.format_table(viz.old_new_rows(prev5)))
+against_previous("f914747")
 
 # %% [markdown]
 # Then the rows the probes missed. 1 % NaN rows at k = 512 put their NaN above the upper probe, and took the pass
@@ -279,9 +276,7 @@ print(proofs.format_table(viz.old_new_rows(prev5)))
 # the wider side, so both ends close in. Against the package at the commit before (whose kernel is 29876e9's):
 
 # %%
-prev6 = [viz.load_records(f"k_large/select_ab_1dbd9ae_k{kk}") for kk in (2048, 512)]
-print(viz.record_status(prev6[0]))
-print(proofs.format_table(viz.old_new_rows(prev6)))
+against_previous("1dbd9ae")
 
 # %% [markdown]
 # **What it means.** Large k is a different algorithm, picked from shapes alone. It is not a bigger sort. Below SM/6
