@@ -219,15 +219,51 @@ def variant_key(launch) -> str:
     return f"{name} [{c}] [{o}] ({','.join(sig.values())})"
 
 
-def variants(calls, facts: dict = H200) -> dict:
-    """``{variant_key: (first launch, number of calls that use it)}`` over ``calls``, in first-use order."""
+def variants(calls, facts: dict = H200, paths: dict | None = None) -> dict:
+    """``{variant_key: (first launch, number of calls that use it)}`` over ``calls``, in first-use order; ``paths``
+    (a dict), where given, is filled with the smallest call (rows, then width) of each path a public call takes
+    (:data:`FIRST_CALL_ENTRIES`): its entry, the kernels it launches, row starts, flags, row repeat and whether its
+    rows are 16-element aligned."""
     out: dict = {}
     for call in calls:
-        for launch in record(call, facts):
+        launches = record(call, facts)
+        for launch in launches:
             key = variant_key(launch)
             first, n = out.get(key, (launch, 0))
             out[key] = (first, n + 1)
+        if paths is not None and call.entry in FIRST_CALL_ENTRIES:
+            path = (call.entry, tuple(sorted({parts(launch)[0] for launch in launches})), call.starts, call.flags,
+                    call.row_repeat, call.width % 16 == 0)
+            old = paths.get(path)
+            if old is None or (call.rows, call.width) < (old.rows, old.width):
+                paths[path] = call
     return out
+
+
+FIRST_CALL_ENTRIES = ("select", "full", "fused", "scores", "flags")
+
+
+def first_call(call: Call, index_dtype=torch.int32, device="cuda"):
+    """Make ``call`` through the public API on random inputs and return what it returns (``index_dtype``: its row
+    bounds' dtype; ``scores``: row ends only; ``flags``: ids from ``-1`` to the last block; ``full`` with ``starts``:
+    each row's start half way to its end)."""
+    import dsa_lab
+
+    g = torch.Generator(device=device).manual_seed(0)
+    r, w, k, bs, rr = call.rows, call.width, call.k, call.block_size, call.row_repeat
+    ng = max(1, r // rr)
+    ends = torch.randint(0, w + 1, (ng,), device=device, generator=g).to(index_dtype)
+    if call.entry == "flags":
+        ids = torch.randint(-1, -(-w // bs), (r, k), device=device, generator=g).to(torch.int32)
+        return dsa_lab.candidate_flags(ids, w, block_size=bs, row_repeat=rr)
+    x = torch.randn((r, w), device=device, generator=g)
+    if call.entry == "select":
+        return dsa_lab.topk_select(x, k, lengths=ends, row_repeat=rr)
+    if call.entry == "scores":
+        return dsa_lab.block_scores(x, ends, block_size=bs, row_repeat=rr)
+    return dsa_lab.select_candidate_blocks(x, ends, k, row_starts=ends // 2 if call.starts else None, block_size=bs,
+                                           row_repeat=rr, with_flags=call.flags,
+                                           impl="triton_fused" if call.entry == "fused" else "auto")
 
 
 def _mock(v):
@@ -282,23 +318,32 @@ def _triton_key() -> str:
 def preload(*, fused: bool = False, threads: int | None = None) -> dict:
     """Prepare this process for first calls at any shape: call it once at startup, after ``dsa-lab warmup``.
 
-    A fresh process pays two costs on its first calls that are not compiling: Triton's own cache key, computed on the
-    process's first kernel lookup (a SHA-256 over its compiler sources and its C++ library: 1.3 s on a 2-core CPU),
-    and, per kernel, loading its binary and launcher from the cache.  This pays both now: the key, then (on a CUDA
-    GPU) every variant of the warm list (:func:`warm_calls`; ``fused``: with the fused arm's) loaded into the
-    process, compiled first where the cache lacks it.  Returns ``{"seconds": ..., "variants": ...}``; without a CUDA
-    GPU (or under the interpreter) only the key is computed."""
+    A fresh process pays three costs on its first calls that are not compiling: Triton's own cache key, computed on
+    the process's first kernel lookup (a SHA-256 over its compiler sources and its C++ library: 1.3 s on a 2-core
+    CPU); per kernel, loading its binary and launcher from the cache; and torch's own first launches of the
+    operations a call makes around the kernels (the bounds' checks, an aligned copy, zeroed buffers: torch loads a
+    kernel's GPU code on its first launch, 10-20 ms each on the H200).  This pays all three now: the key, then (on a
+    CUDA GPU) every variant of the warm list (:func:`warm_calls`; ``fused``: with the fused arm's) loaded into the
+    process, compiled first where the cache lacks it, then one call of every path a public call takes
+    (:func:`first_call`, with int32 and with int64 bounds).  Returns ``{"seconds": ..., "variants": ...,
+    "first_calls": ...}``; without a CUDA GPU (or under the interpreter) only the key is computed."""
     from ._impl import device_facts, interpreter_active
 
     t0 = time.perf_counter()
     _triton_key()
-    n = 0
+    n = calls = 0
     if torch.cuda.is_available() and not interpreter_active():
-        vs = variants(warm_calls(fused=fused), device_facts(torch.cuda.current_device()))
+        paths: dict = {}
+        vs = variants(warm_calls(fused=fused), device_facts(torch.cuda.current_device()), paths)
         warm([(key, launch) for key, (launch, _) in vs.items()], threads=threads or os.cpu_count() or 4,
              progress=False)
         n = len(vs)
-    return {"seconds": round(time.perf_counter() - t0, 3), "variants": n}
+        for call in paths.values():
+            for dt in (torch.int32, torch.int64):
+                first_call(call, dt)
+                calls += 1
+        torch.cuda.synchronize()
+    return {"seconds": round(time.perf_counter() - t0, 3), "variants": n, "first_calls": calls}
 
 
 # ------------------------------------------------------------------------------------------------------- CLI

@@ -124,6 +124,28 @@ def test_bisect_top_heavy(k, fresh_seed):
     assert_same_sets(bisect(x, k, lens), topk_select_reference(x, k, lens, 1), f"k={k} seed={fresh_seed}")
 
 
+@pytest.mark.parametrize("cap", [256, bk.MID_CAP])
+def test_bisect_heavy_tail(cap, fresh_seed):
+    """A tenth of each row in a narrow bump above the bulk (a finite upper tail heavier than the sampled law's, with
+    +inf / NaN on top in some rows, k - 1 of them in one): the upper probe counts k or more, the probes are tried
+    again with the excess counted on top, and the bracket's steps go on where its middle is wider than the capacity
+    (2048, and 256: the bump alone is 600 words)."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    n, rows, k = 6000, 6, 500
+    x = torch.randn((rows, n), generator=gen)
+    for r in range(rows):
+        cols = torch.randperm(n, generator=gen)
+        x[r, cols[:600]] = 3.0 + 0.1 * torch.randn(600, generator=gen)
+        nt = (0, 40, 80, 0, 40, k - 1)[r]  # (the last: one pick left for the middle, its largest word)
+        x[r, cols[600:600 + nt]] = torch.where(torch.rand(nt, generator=gen) < 0.5, INF, NAN)
+    lens = torch.full((rows,), n, dtype=torch.int32)
+    lens[4] = 5000
+    x = _garbage(x, lens)
+    out = poisoned(rows, k, "cpu")
+    bk.launch(x, lens, None, out, None, n, n, k, 1, blocks=False, bs=1, mid_cap=cap)
+    assert_same_sets(out, topk_select_reference(x, k, lens, 1), f"cap={cap} seed={fresh_seed}")
+
+
 def test_bisect_search_exits():
     """The search's three exits, on worked rows: at most k candidates (all taken, -1 tail); distinct integers, where
     some midpoint has exactly k words at or above it; one value repeated, where the k-th word is tied and the ties go

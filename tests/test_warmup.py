@@ -5,6 +5,7 @@ default arm) needs at most 30 compiled variants and 5 of the hier kernel; at fix
 import collections
 
 import pytest
+import torch
 
 from dsa_lab import cli, warmup
 
@@ -106,13 +107,48 @@ def test_warmup_dry_run_lists_one_variant_per_line(capsys):
 
 
 def test_preload_without_a_gpu_computes_only_tritons_key(monkeypatch):
-    """``preload`` pays Triton's per-process key; without a CUDA GPU it loads no kernel (and compiles none)."""
+    """``preload`` pays Triton's per-process key; without a CUDA GPU it loads no kernel (and compiles none) and makes
+    no first call."""
     monkeypatch.setattr(warmup, "warm", lambda *a, **k: pytest.fail("preload compiled on a machine without a GPU"))
+    monkeypatch.setattr(warmup, "first_call", lambda *a, **k: pytest.fail("preload called on a machine without a GPU"))
     got = warmup.preload()
-    assert got["variants"] == 0 and got["seconds"] >= 0
+    assert got["variants"] == 0 and got["first_calls"] == 0 and got["seconds"] >= 0
     from triton.runtime.cache import triton_key
 
     assert triton_key.cache_info().currsize == 1  # computed once, kept for the process's first kernel lookup
+
+
+def test_first_call_paths_cover_every_public_path(monkeypatch):
+    """The paths :func:`preload` calls once (for torch's first launches of the operations around the kernels): one
+    per entry, kernel set, row starts, flags and alignment bucket, each the smallest call of its path; every path runs
+    through the public API with int32 and int64 bounds (the torch arm here: the shapes are the warm list's)."""
+    paths: dict = {}
+    calls = warmup.warm_calls(max_rows=24)
+    got = warmup.variants(calls, H200, paths)
+    assert {key: n for key, (_, n) in got.items()} == {key: n for key, (_, n) in warmup.variants(calls, H200).items()}
+    assert {p[0] for p in paths} == {"select", "full", "scores", "flags"}
+    for entry in ("select", "full"):
+        assert {p[-1] for p in paths if p[0] == entry} == {True, False}  # both alignment buckets
+    assert {p[2] for p in paths if p[0] == "full"} == {True, False}  # row starts given and not
+    assert {p[3] for p in paths if p[0] == "full"} == {True, False}  # flags written and not
+    kernels = {name for p in paths if p[0] == "select" for name in p[1]}
+    assert {"_hier_kernel", "_radix_kernel", "_radix_par_kernel", "_bisect_kernel"} <= kernels
+    for path, call in paths.items():
+        same = [c for c in calls if c.entry == call.entry and c.starts == call.starts and c.flags == call.flags
+                and (c.width % 16 == 0) == path[-1] and c.row_repeat == call.row_repeat]
+        smaller = [c for c in same if (c.rows, c.width) < (call.rows, call.width)
+                   and tuple(sorted({warmup.parts(la)[0] for la in warmup.record(c, H200)})) == path[1]]
+        assert not smaller, (path, call, smaller[:1])
+    monkeypatch.setenv("DSA_LAB_IMPL", "torch")
+    for call in paths.values():
+        for dt in (torch.int32, torch.int64):
+            out = warmup.first_call(call, dt, device="cpu")
+            if call.entry == "select":
+                assert out.shape == (call.rows, call.k) and out.dtype == torch.int32
+            elif call.entry == "full" and call.flags:
+                assert out[0].shape == (call.rows, call.k) and out[1].dtype == torch.uint8
+            elif call.entry == "full":
+                assert out.shape == (call.rows, call.k)
 
 
 def test_verify_calls_reach_the_correctness_runs_variants():

@@ -128,22 +128,24 @@ def _cols(c0, L, CW: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr, PARTS: tl
 
 
 @triton.jit
-def _words(src_ptr, row_off, c0, L, s1, s2, CW: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr, MOM: tl.constexpr,
-           PH: tl.constexpr):
-    """Ordered words of columns ``[c0, c0 + CW)`` as a tile of :func:`_cols` (past ``L``: ``NEG``), and with ``MOM``
-    each thread's running sums (``[WS, NW]``, returned updated) of the finite scores of its sampled runs and of their
-    squares: the runs ``[:, :, j]`` with ``j % 4 == PH``, every fourth run of ``WS * NW`` consecutive columns, a
-    quarter of the row spread over it (the caller alternates ``PH`` 1 and 2 over the chunks, so the runs' mean and
-    spread are the tile's).  Each thread addresses its words from one base (the tile's last axis as constant offsets:
-    no 64-bit address computed per word)."""
+def _load(src_ptr, row_off, c0, L, CW: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr):
+    """The scores of columns ``[c0, c0 + CW)`` as a tile of :func:`_cols` (past ``L``: ``-inf``), and the offsets
+    ``j`` of a thread's words from its first column.  Each thread addresses its words from one base (the tile's last
+    axis as constant offsets: no 64-bit address computed per word)."""
     tb, j = _cols(c0, L, CW, WS, NW, True)
-    x = tl.load((src_ptr + row_off + tb) + j, mask=tb + j < L, other=float("-inf"))
-    h = tl_ordered_hi(x)
-    if MOM:
-        fin = ((j // (WS * NW)) % 4 == PH) & (tl.abs(x) < float("inf"))  # (padding loads -inf)
-        s1 += tl.sum(tl.where(fin, x, -0.0), 2)  # (-0.0: an added -0.0 folds away, an added +0.0 does not)
-        s2 += tl.sum(tl.where(fin, x * x, -0.0), 2)
-    return h, s1, s2
+    return tl.load((src_ptr + row_off + tb) + j, mask=tb + j < L, other=float("-inf")), j
+
+
+@triton.jit
+def _sums(x, j, s1, s2, WS: tl.constexpr, NW: tl.constexpr, PH: tl.constexpr):
+    """Each thread's running sums (``[WS, NW]``, returned updated) of the finite scores of its sampled runs in the
+    chunk ``x`` and of their squares: the runs ``[:, :, j]`` with ``j % 4 == PH``, every fourth run of ``WS * NW``
+    consecutive columns, a quarter of the chunk spread over it (the caller alternates ``PH`` 1 and 2 over the chunks,
+    so the runs' mean and spread are the tile's)."""
+    fin = ((j // (WS * NW)) % 4 == PH) & (tl.abs(x) < float("inf"))  # (padding loads -inf)
+    s1 += tl.sum(tl.where(fin, x, -0.0), 2)  # (-0.0: an added -0.0 folds away, an added +0.0 does not)
+    s2 += tl.sum(tl.where(fin, x * x, -0.0), 2)
+    return s1, s2
 
 
 @triton.jit
@@ -153,16 +155,24 @@ def _add2(a1, a2, b1, b2):
 
 @triton.jit
 def _row_words(src_ptr, row_off, L, CW: tl.constexpr, WS: tl.constexpr, NW: tl.constexpr, MOM: tl.constexpr):
-    """The row's four chunks of :func:`_words` (the sampled runs alternating between them) and, with ``MOM``, the
-    sample's sums over the whole tile (scalars: finite scores, their squares; one block reduction)."""
-    z = tl.zeros([WS, NW], tl.float32)
-    h0, s1, s2 = _words(src_ptr, row_off, 0, L, z, z, CW, WS, NW, MOM, 1)
-    h1, s1, s2 = _words(src_ptr, row_off, CW, L, s1, s2, CW, WS, NW, MOM, 2)
-    h2, s1, s2 = _words(src_ptr, row_off, 2 * CW, L, s1, s2, CW, WS, NW, MOM, 1)
-    h3, s1, s2 = _words(src_ptr, row_off, 3 * CW, L, s1, s2, CW, WS, NW, MOM, 2)
+    """The row's four ``CW``-column chunks as ordered words (the contract's order, NaN on top; past ``L``: ``NEG``)
+    and, with ``MOM``, the sample's sums over the whole tile (:func:`_sums`; scalars: finite scores, their squares; one
+    block reduction).  The four chunks' loads come first in the program, before any arithmetic on them: the compiler
+    then issues them together, where a chunk's sums and words placed between them let it move some loads later."""
+    x0, j = _load(src_ptr, row_off, 0, L, CW, WS, NW)
+    x1, _ = _load(src_ptr, row_off, CW, L, CW, WS, NW)
+    x2, _ = _load(src_ptr, row_off, 2 * CW, L, CW, WS, NW)
+    x3, _ = _load(src_ptr, row_off, 3 * CW, L, CW, WS, NW)
+    s1 = tl.zeros([WS, NW], tl.float32)
+    s2 = s1
+    if MOM:
+        s1, s2 = _sums(x0, j, s1, s2, WS, NW, 1)
+        s1, s2 = _sums(x1, j, s1, s2, WS, NW, 2)
+        s1, s2 = _sums(x2, j, s1, s2, WS, NW, 1)
+        s1, s2 = _sums(x3, j, s1, s2, WS, NW, 2)
     s1, s2 = tl.reduce((s1, s2), 0, _add2)
     s1, s2 = tl.reduce((s1, s2), 0, _add2)
-    return h0, h1, h2, h3, s1, s2
+    return tl_ordered_hi(x0), tl_ordered_hi(x1), tl_ordered_hi(x2), tl_ordered_hi(x3), s1, s2
 
 
 @triton.jit
@@ -177,7 +187,7 @@ def _upper_z(q):
 
 @triton.jit
 def _model_probes(L, k, s1, s2, top, W: tl.constexpr, CAP: tl.constexpr, S: tl.constexpr):
-    """Two words ``NEG < t1 < t2`` (int32) around rank ``k`` among ``L``, from the sample :func:`_words` takes of a
+    """Two words ``NEG < t1 < t2`` (int32) around rank ``k`` among ``L``, from the sample :func:`_sums` takes of a
     ``W``-column tile (every fourth run of ``S`` columns, the second of four in even chunks, the third in odd; ``s1``,
     ``s2``: the sum of its finite scores and of their squares) and ``top``, how many scores are taken to be +inf or NaN
     (above every finite word; sampled in that proportion): ``t1`` where a law with the sample's mean and spread puts
