@@ -325,7 +325,7 @@ def preload(*, fused: bool = False, threads: int | None = None) -> dict:
     kernel's GPU code on its first launch, 10-20 ms each on the H200).  This pays all three now: the key, then (on a
     CUDA GPU) every variant of the warm list (:func:`warm_calls`; ``fused``: with the fused arm's) loaded into the
     process, compiled first where the cache lacks it, then one call of every path a public call takes
-    (:func:`first_call`, with int32 and with int64 bounds).  Returns ``{"seconds": ..., "variants": ...,
+    (:func:`first_call`, int32 bounds).  Returns ``{"seconds": ..., "variants": ...,
     "first_calls": ...}``; without a CUDA GPU (or under the interpreter) only the key is computed."""
     from ._impl import device_facts, interpreter_active
 
@@ -338,10 +338,9 @@ def preload(*, fused: bool = False, threads: int | None = None) -> dict:
         warm([(key, launch) for key, (launch, _) in vs.items()], threads=threads or os.cpu_count() or 4,
              progress=False)
         n = len(vs)
-        for call in paths.values():
-            for dt in (torch.int32, torch.int64):
-                first_call(call, dt)
-                calls += 1
+        for call in paths.values():  # (int32 bounds: the warm list's; int64 bounds are other variants)
+            first_call(call)
+            calls += 1
         torch.cuda.synchronize()
     return {"seconds": round(time.perf_counter() - t0, 3), "variants": n, "first_calls": calls}
 
