@@ -279,6 +279,14 @@ against_previous("f914747")
 against_previous("1dbd9ae")
 
 # %% [markdown]
+# Then the order of the row's loads. Each chunk's sums and ordered words were computed right after that chunk's
+# loads, and the compiler placed some of a thread's 64 loads after that arithmetic. Loading the four chunks first
+# lets it issue them together. The work is the same, in another order. Against 0ae5745's kernel:
+
+# %%
+against_previous("0ae5745")
+
+# %% [markdown]
 # **What it means.** Large k is a different algorithm, picked from shapes alone. It is not a bigger sort. Below SM/6
 # rows of 256K the split radix select keeps every SM busy; from SM/6 rows, and at any row count when the rows are
 # 2048-8192 blocks wide, one register-resident row per SM is faster. What is left is one SM's work per row: at 256K
@@ -286,7 +294,7 @@ against_previous("1dbd9ae")
 # kernel after each stage (`scripts/gpu_bisect_stages.py`) shows where a wave goes:
 
 # %%
-stages = viz.load_records("k_large/bisect_stages_29876e9")
+stages = viz.load_records("k_large/bisect_stages_7ef8050")
 print(viz.record_status(stages))
 if stages[0]:
     print(proofs.format_table([{k: "-" if r[k] is None else r[k]
@@ -295,9 +303,9 @@ if stages[0]:
 
 # %% [markdown]
 # Loading the row with the law's sums is under a third of a wave, and prefetching the next wave's rows into L2
-# (`middle_pf`) does not shorten it; the probes, the bracket and the pass take about 9 µs more, the middle and the
-# tail about 4.5. The 640 rows now take under 100 µs (five waves of about 19.5 µs). Going much further would take
-# two rows in flight per SM, which a register-resident row does not leave room for.
+# (`middle_pf`) does not shorten it. The probes, the bracket and the pass take about 9 µs more, the middle and the
+# tail about 4.3. The 640 rows take about 94 µs: five waves of about 19 µs. Going much further would take two rows
+# in flight per SM, and a register-resident row does not leave room for them.
 #
 # What a wave does with its time, counted: Nsight Compute on the same launch (`scripts/gpu_bisect_pipes.py`, the
 # card's clocks as found), with the caches flushed before each of its replay passes (its default) and kept (as
@@ -597,6 +605,11 @@ TRIED = [  # (option, what it was, verdict, [(record, stage, baseline arm, candi
      "bracket's lower end and one more word is counted (not two probes)",
      "not adopted: the distributions at 128 x 256K closer (1.145x against 1.177x), 640 x 256K 96.7 -> 99.6 µs",
      [(dev("BM_select"), SEL, "pkg_v7r2", "new")]),
+    ("bisect: +inf as the bracket's end after a miss", "where the upper probe counts k or more: it becomes the "
+     "bracket's lower end and +inf its upper one (one count of +inf and above instead of the second try), the "
+     "middle's own largest word its upper end; alone and with the loads first",
+     "not adopted: slower at every point, the 1 % NaN rows too; the loads first kept alone",
+     [(dev("BN_select"), SEL, "pkg_head", ("new", "pkg_R", "pkg_Rhead"))]),
 ]
 tried = viz.tried_rows(TRIED)
 Markdown(report.table(list(tried[0]), [list(r.values()) for r in tried]))

@@ -3,11 +3,12 @@
     python3 scripts/gpu_first_call_profile.py OUT.json [--repeat 3] [--preload all|call]
 
 For each first call of ``scripts/gpu_coldstart.py``'s four processes (seed 0), ``--repeat`` fresh processes each:
-initialise CUDA, then ``dsa_lab.warmup.preload()`` (``all``: every warm variant; needs a warmed cache) or load only
-that call's variants (``call``: compiled first where the cache lacks them), then make the call three times: the first
-split into the host's part (until the call returns) and the wait, with the caching allocator's device allocations
-counted; the first again under ``cProfile`` in every other process (its 25 most expensive functions, cumulative);
-then the second call.  Needs a CUDA GPU.
+initialise CUDA, then ``dsa_lab.warmup.preload()`` (``all``: every warm variant and one call of every path; needs a
+warmed cache) or load only that call's variants (``call``: compiled first where the cache lacks them), then make the
+call twice.  The first is split into the host's part (until the call returns) and the wait, with the caching
+allocator's device allocations counted, and runs under ``cProfile`` in every other process (its 25 most expensive
+functions, cumulative); the second is timed whole.  Rows go to OUT (JSON, the run's metadata beside them), rewritten
+after each process.  Needs a CUDA GPU.
 """
 import argparse
 import json
