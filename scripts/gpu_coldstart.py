@@ -42,13 +42,35 @@ def shapes(n: int, seed: int) -> list[dict]:
     return out
 
 
+def case(sh: dict, seed: int):
+    """``(call, rec_call, x, lens, out)`` for a shape of :func:`shapes`: random inputs on the GPU (seeded by the
+    shape), ``call()`` the public call into ``out`` (filled with -7), ``rec_call`` its :class:`dsa_lab.warmup.Call`."""
+    import torch
+
+    import dsa_lab
+    from dsa_lab import warmup
+
+    g = torch.Generator(device="cuda").manual_seed(seed + sh["rows"] * 131 + sh["width"])
+    rows, w, k = sh["rows"], sh["width"], sh["k"]
+    x = torch.randn((rows, w), device="cuda", generator=g)
+    lens = torch.randint(0, w + 1, (rows,), device="cuda", dtype=torch.int32, generator=g)
+    out = torch.full((rows, k), -7, dtype=torch.int32, device="cuda")
+    if sh["entry"] == "select":
+        def call():
+            return dsa_lab.topk_select(x, k, lengths=lens, out=out)
+        return call, warmup.Call("select", rows, w, k), x, lens, out
+
+    def call():
+        return dsa_lab.select_candidate_blocks(x, lens, k, out=out, with_flags=sh["flags"])
+    return call, warmup.Call("full", rows, w, k, flags=sh["flags"]), x, lens, out
+
+
 def child(spec_json: str) -> None:
     spec = json.loads(spec_json)
     import torch
 
     torch.cuda.init()
     torch.empty(1, device="cuda").sum().item()  # CUDA initialised before anything is timed
-    import dsa_lab
     from dsa_lab import warmup
     from dsa_lab._impl import device_facts
     from dsa_lab.bench.verify import compare
@@ -62,19 +84,7 @@ def child(spec_json: str) -> None:
         preload_ms = round(warmup.preload()["seconds"] * 1e3, 1)
     seen_kernels = set()
     for sh in spec["shapes"]:
-        g = torch.Generator(device="cuda").manual_seed(spec["seed"] + sh["rows"] * 131 + sh["width"])
-        rows, w, k = sh["rows"], sh["width"], sh["k"]
-        x = torch.randn((rows, w), device="cuda", generator=g)
-        lens = torch.randint(0, w + 1, (rows,), device="cuda", dtype=torch.int32, generator=g)
-        out = torch.full((rows, k), -7, dtype=torch.int32, device="cuda")
-        if sh["entry"] == "select":
-            def call():
-                return dsa_lab.topk_select(x, k, lengths=lens, out=out)
-            rec_call = warmup.Call("select", rows, w, k)
-        else:
-            def call():
-                return dsa_lab.select_candidate_blocks(x, lens, k, out=out, with_flags=sh["flags"])
-            rec_call = warmup.Call("full", rows, w, k, flags=sh["flags"])
+        call, rec_call, x, lens, out = case(sh, spec["seed"])
         launches = warmup.record(rec_call, facts)
         keys = {warmup.variant_key(launch) for launch in launches}
         names = {warmup.parts(launch)[0] for launch in launches}
@@ -89,9 +99,9 @@ def child(spec_json: str) -> None:
         torch.cuda.synchronize()
         t3 = time.perf_counter()
         if sh["entry"] == "select":
-            ref = topk_select_reference(x, k, lens, 1)
+            ref = topk_select_reference(x, sh["k"], lens, 1)
         else:
-            ref = topk_select_reference(block_scores_torch(x, lens, None, 8, 1), k)
+            ref = topk_select_reference(block_scores_torch(x, lens, None, 8, 1), sh["k"])
         ok = compare(out, ref)[0] == 0
         row = {**sh, "first_call_ms": round((t1 - t0) * 1e3, 3), "second_call_ms": round((t3 - t2) * 1e3, 3),
                "warmed": keys <= warm, "first_in_process": not names <= seen_kernels, "ok": ok,
