@@ -63,34 +63,26 @@ def _probe(lo, hi, c_lo, c_hi, t, interp):
 
 
 @triton.jit
-def _cmm(a0, a1, a2, b0, b1, b2):
-    return a0 + b0, tl.minimum(a1, b1), tl.maximum(a2, b2)
-
-
-@triton.jit
 def _kth(h, n, k, lo, hi):
     """``(A, T, need)`` of the words ``h`` (``n`` of them, all in ``[lo, hi)``; the others below ``lo``), ``k < n``:
     the ``k`` largest are every word ``>= A`` plus the first ``need`` (in ``h``'s order) equal to ``T``.  Steps
     interpolate between the counts, aiming a sixteenth of the words between the bounds past rank ``k`` on the wider
     side (so that both bounds close in, not only the nearer; at rank ``k`` once fewer than 16 are left), while each
-    step halves the words between them; else they bisect.  A step's reduction also takes the nearest words on both
-    sides of its probe, and the bound it moves goes to the word (the counts are the same there): the bounds are then
-    words of ``h``, so interpolation keeps working when few and unevenly spread words are left, and every step
-    removes at least one value."""
+    step halves the words between them; else they bisect: a few steps on smoothly spread words, at most about twice
+    the bisection's 32."""
     c_lo = n
     c_hi = tl.zeros([], tl.int32)
     interp = tl.zeros([], tl.int32) + 1
     go = hi - lo > 1
     while go:
         m = (c_lo - c_hi) // 16
-        mid = _probe(lo, hi, c_lo, c_hi, tl.where(c_lo - k > k - c_hi, k + m, k - m), interp != 0).to(tl.int32)
-        ge = h >= mid
-        c, mn, mx = tl.reduce((ge.to(tl.int32), tl.where(ge, h, 0x7FFFFFFF), tl.where(ge, NEG, h)), 0, _cmm)
+        mid = _probe(lo, hi, c_lo, c_hi, tl.where(c_lo - k > k - c_hi, k + m, k - m), interp != 0)
+        c = tl.sum((h >= mid.to(tl.int32)).to(tl.int32))
         big = c >= k
         w0 = c_lo - c_hi
-        lo = tl.where(big, mn.to(tl.int64), lo)  # (no word in [mid, mn): count(>= mn) = c)
+        lo = tl.where(big, mid, lo)
         c_lo = tl.where(big, c, c_lo)
-        hi = tl.where(big, hi, mx.to(tl.int64) + 1)  # (none in (mx, mid): count(>= mx + 1) = c)
+        hi = tl.where(big, hi, mid)
         c_hi = tl.where(big, c_hi, c)
         interp = ((interp == 0) | (2 * (c_lo - c_hi) <= w0)).to(tl.int32)
         go = (hi - lo > 1) & (c_lo != k)
