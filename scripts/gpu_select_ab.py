@@ -1,12 +1,13 @@
 """Large-k select A/B in one process: the decode grid's select stage, arms interleaved per point.
 
     python3 scripts/gpu_select_ab.py OUT.csv [--k 512,2048] [--contexts 65536,262144] [--rows 1,5,32,160,128,640]
-        [--dists normal] [--arms torch,torch_live,triton,bisect16,bisect8,bisect32] [--reps 2]
+        [--dists normal] [--arms torch,torch_live,triton,bisect16,bisect8,bisect32] [--reps 2] [--seed 0]
 
 Arms: ``torch`` / ``torch_live`` / ``triton`` as in ``dsa-lab sweep`` (``select_arm_fn``); ``radix`` the radix
 select (the dispatch's large-k kernel before the bisect select); ``bisectW`` the bisect select at W warps.  Every
 arm's ids are checked against the torch arm (sets, all slots) before timing (``check``: ``ok`` /
-``mismatch:BAD/ROWS``; the torch arm is the ``baseline``).  Writes one CSV row per (point, arm)
+``mismatch:BAD/ROWS``; the torch arm is the ``baseline``).  Each point's inputs come from a seed of the point and
+``--seed`` (another ``--seed``: other scores of the same law, e.g. to see how much the slowest row of a wave moves).  Writes one CSV row per (point, arm)
 as it goes.  Needs a CUDA GPU.
 """
 import argparse
@@ -48,6 +49,7 @@ def main():
     ap.add_argument("--arms", default="torch,torch_live,triton,bisect16")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--max-seconds", type=float, default=500)
+    ap.add_argument("--seed", type=int, default=0, help="added to every point's input seed")
     a = ap.parse_args()
     t0 = time.time()
     dev = torch.device("cuda")
@@ -67,7 +69,7 @@ def main():
                         print("time box", flush=True)
                         return
                     p = Point(suite="select", stage="select", context=ctx, concurrency=conc, next_n=nn, k=k, dist=dist)
-                    inp = select_stage_inputs(p, 262144, 7 + conc * 13 + nn + ctx % 991 + k, dev)
+                    inp = select_stage_inputs(p, 262144, 7 + conc * 13 + nn + ctx % 991 + k + 100003 * a.seed, dev)
                     fns = {n: arm(n, inp, k) for n in arms}
                     ref = fns["torch"]().clone() if "torch" in fns else None
                     bad = {}
