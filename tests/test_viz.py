@@ -394,3 +394,23 @@ def test_producer_roofline_rows_and_figure():
     assert names[:2] == ["next_n 1", "next_n 5"] and names[2].startswith("roofline")
     ys = fig.data[2].y
     assert max(ys) == 1000.0 and min(ys) < 1000.0  # the flat compute roof and the sloped bandwidth roof
+
+
+def test_dist_spread_rows_per_draw_ratio():
+    def row(seed, dist, us, arm="triton", check="ok", k=512, n=128):
+        return {"k": k, "rows": n, "seed": seed, "dist": dist, "arm": arm, "median_us": us, "check": check}
+
+    rows = [row(0, "normal", 20.0), row(0, "equal", 16.0), row(0, "nan1pct", 25.0),
+            row(1, "normal", 19.0), row(1, "equal", 17.0), row(1, "nan1pct", 18.0),
+            row(2, "normal", 18.0), row(2, "equal", 15.0), row(2, "nan1pct", 16.0),
+            row(0, "normal", 99.0, arm="torch", check="baseline"),
+            row(1, "ramp", 1.0, check="mismatch:1/128"),  # a wrong answer never counts as the fastest
+            row(0, "normal", 30.0, k=2048), row(0, "equal", 30.0, k=2048)]
+    by = {(r["k"], r["rows"]): r for r in viz.dist_spread_rows(rows)}
+    r = by[(512, 128)]
+    assert r["draws"] == 3
+    assert (r["ratio_min"], r["ratio_median"], r["ratio_max"]) == (round(19 / 17, 3), 1.2, round(25 / 16, 3))
+    assert r["draws_over_1.2"] == 1  # 1.2 itself is within the target
+    assert r["fastest_us"] == "15.00-17.00" and r["slowest_us"] == "18.00-25.00"
+    assert r["slowest_dist"] == "normal 2, nan1pct 1"
+    assert by[(2048, 128)]["ratio_max"] == 1.0

@@ -354,6 +354,36 @@ def old_new_rows(records) -> list[dict]:
     return out
 
 
+def dist_spread_rows(rows: list[dict], arm: str = "triton") -> list[dict]:
+    """Per shape ``(k, rows)`` of a value-distribution record (``scripts/gpu_select_ab.py --dists``, one or more
+    ``seed`` draws: other scores of the same laws): each draw's slowest / fastest time of ``arm`` over the
+    distributions, and over the draws that ratio's median, lowest and highest, how many draws exceed 1.2, the
+    fastest and slowest distribution's times (lowest-highest over the draws), and which distribution was slowest how
+    often.  Rows of another arm, or whose ids did not match, are left out."""
+    draws = {}
+    for r in rows:
+        if r["arm"] == arm and r.get("check") == "ok":
+            draws.setdefault((r["k"], r["rows"]), {}).setdefault(r.get("seed", 0), {})[r["dist"]] = r["median_us"]
+    out = []
+    for (k, n), by_seed in sorted(draws.items()):
+        ratios, lows, highs, slowest = [], [], [], {}
+        for t in by_seed.values():
+            lo, hi = min(t.values()), max(t.values())
+            ratios.append(hi / lo)
+            lows.append(lo)
+            highs.append(hi)
+            worst = max(t, key=t.get)
+            slowest[worst] = slowest.get(worst, 0) + 1
+        ratios.sort()
+        med = ratios[len(ratios) // 2] if len(ratios) % 2 else (ratios[len(ratios) // 2 - 1] + ratios[len(ratios) // 2]) / 2
+        out.append({"k": k, "rows": n, "draws": len(ratios), "ratio_median": round(med, 3),
+                    "ratio_min": round(ratios[0], 3), "ratio_max": round(ratios[-1], 3),
+                    "draws_over_1.2": sum(x > 1.2 for x in ratios),
+                    "fastest_us": f"{min(lows):.2f}-{max(lows):.2f}", "slowest_us": f"{min(highs):.2f}-{max(highs):.2f}",
+                    "slowest_dist": ", ".join(f"{d} {c}" for d, c in sorted(slowest.items(), key=lambda x: -x[1]))})
+    return out
+
+
 _STALL = "smsp__average_warps_issue_stalled_"
 
 
