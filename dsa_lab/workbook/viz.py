@@ -374,10 +374,8 @@ def dist_spread_rows(rows: list[dict], arm: str = "triton") -> list[dict]:
             highs.append(hi)
             worst = max(t, key=t.get)
             slowest[worst] = slowest.get(worst, 0) + 1
-        ratios.sort()
-        med = ratios[len(ratios) // 2] if len(ratios) % 2 else (ratios[len(ratios) // 2 - 1] + ratios[len(ratios) // 2]) / 2
-        out.append({"k": k, "rows": n, "draws": len(ratios), "ratio_median": round(med, 3),
-                    "ratio_min": round(ratios[0], 3), "ratio_max": round(ratios[-1], 3),
+        out.append({"k": k, "rows": n, "draws": len(ratios), "ratio_median": round(statistics.median(ratios), 3),
+                    "ratio_min": round(min(ratios), 3), "ratio_max": round(max(ratios), 3),
                     "draws_over_1.2": sum(x > 1.2 for x in ratios),
                     "fastest_us": f"{min(lows):.2f}-{max(lows):.2f}", "slowest_us": f"{min(highs):.2f}-{max(highs):.2f}",
                     "slowest_dist": ", ".join(f"{d} {c}" for d, c in sorted(slowest.items(), key=lambda x: -x[1]))})
