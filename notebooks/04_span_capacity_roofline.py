@@ -360,6 +360,7 @@ if spread[0]:
 # their second count (four forms) were each measured in one process against the kernel of their day
 # (`notes/select_kernel.md`, "Large k at long context" and the changelog): each cost the other rows, or the 640-row
 # batch, more than it saved here. The target stays missed at this one shape.
+
 # %%
 tune16 = viz.load_records(dev("K"))
 print(viz.record_label(tune16[1], tune16[2]) if tune16[0] else "NO RECORD")

@@ -6,9 +6,9 @@
 Arms: ``torch`` / ``torch_live`` / ``triton`` as in ``dsa-lab sweep`` (``select_arm_fn``); ``radix`` the radix
 select (the dispatch's large-k kernel before the bisect select); ``bisectW`` the bisect select at W warps.  Every
 arm's ids are checked against the torch arm (sets, all slots) before timing (``check``: ``ok`` /
-``mismatch:BAD/ROWS``; the torch arm is the ``baseline``).  Each point's inputs come from a seed of the point and
-``--seed`` (another ``--seed``: other scores of the same law, e.g. to see how much the slowest row of a wave moves).  Writes one CSV row per (point, arm)
-as it goes.  Needs a CUDA GPU.
+``mismatch:BAD/ROWS``; the torch arm is the ``baseline``).  Each point's inputs come from a seed of the point plus
+``--seed`` (another ``--seed``: other scores of the same law, e.g. to see how much the slowest row of a wave moves).
+Writes one CSV row per (point, arm) as it goes.  Needs a CUDA GPU.
 """
 import argparse
 import csv
