@@ -2,7 +2,7 @@
 
     git archive OLD dsa_lab | tar -x -C DIR && mv DIR/dsa_lab DIR/dsa_lab_old      # on the CPU machine
     python3 scripts/gpu_ab_old.py --old DIR --out OUT.csv [--stage full] [--k 64] [--rows 1,8,32]
-        [--contexts 4096,262144] [--arms old,new,new_nopdl,new_m8] [--profile]
+        [--contexts 4096,262144] [--arms old,new,new_nopdl,new_m8] [--dist normal] [--seed 0] [--profile]
 
 Arms: ``old`` (the package in ``DIR/dsa_lab_old``), ``new`` (this tree's default), and this tree with one change
 made for the A/B only: ``new_nopdl`` (no programmatic dependent launch), ``new_mN`` (the scores grid at about N x SM
@@ -136,6 +136,7 @@ def main():
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--max-seconds", type=float, default=400)
+    ap.add_argument("--seed", type=int, default=0, help="added to every point's input seed (other draws of the law)")
     ap.add_argument("--mml", type=int, default=262144, help="the padded width (a plumbing check on the CPU: small)")
     a = ap.parse_args()
     sys.path.insert(0, os.path.abspath(a.old))
@@ -159,7 +160,7 @@ def main():
                 print("time box reached", flush=True)
                 return
             p = Point(suite=a.stage, stage=a.stage, context=ctx_len, concurrency=rows, next_n=1, k=a.k, dist=a.dist)
-            seed = 1000 + rows * 7 + ctx_len % 997
+            seed = 1000 + rows * 7 + ctx_len % 997 + 100003 * a.seed
             if a.stage == "full":
                 inp = full_stage_inputs(p, a.mml, seed, dev)
                 ref_ids, ref_flags = select_candidate_blocks(inp["logits"], inp["ends"], a.k, block_size=BLOCK_SIZE,

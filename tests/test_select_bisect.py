@@ -7,6 +7,8 @@ zero-length rows, garbage past the ends, row_repeat, and the candidate-block com
 flags written by the kernel."""
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 from _select_helpers import assert_same_sets, poisoned
 
@@ -160,6 +162,58 @@ def test_bisect_search_exits():
     t[0, 2000] = NAN
     t[0, 0] = -INF
     assert sorted(bisect(t, 300, None)[0].tolist()) == list(range(1, 300)) + [2000]
+
+
+@triton.jit
+def _kth_kernel(w_ptr, n, k, lo, hi, out_ptr, N: tl.constexpr):
+    h = tl.load(w_ptr + tl.arange(0, N))
+    T, base, f = bk._kth(h, n, k, lo.to(tl.int64), hi.to(tl.int64))
+    tl.store(out_ptr, T)
+    tl.store(out_ptr + 1, base)
+    tl.store(out_ptr + 2, f)
+
+
+def _kth_words(kind, n, gen):
+    """``n`` ordered words of one shape: spread over all of int32, two clusters far apart, a few tied values, or
+    near the top (the +inf and NaN words)."""
+    def ints(lo, hi, m):
+        return torch.randint(lo, hi, (m,), generator=gen, dtype=torch.int64)
+    if kind == "spread":
+        return ints(-2**31 + 1, 2**31, n)
+    if kind == "clusters":
+        a = int(ints(0, n + 1, 1))
+        return torch.cat([ints(-2**30, -2**30 + 8, a), ints(2**30, 2**30 + 8, n - a)])
+    if kind == "ties":
+        return torch.tensor([-7, 0, 3, 2**20, 2**31 - 1])[ints(0, 5, n)]
+    return ints(0x7F800000 - 4, 2**31, n)
+
+
+@pytest.mark.parametrize("kind", ["spread", "clusters", "ties", "top"])
+def test_bisect_kth_search(kind, fresh_seed):
+    """The middle's search on its own (``_kth`` over a 64-word tile, the unused slots below the bracket): the words
+    above ``T`` and the ties it asks for (``k - base + f * ties``, at most all of them) make ``k``, for every ``k`` of
+    ``1 .. n - 1``, so each way the search ends is reached: exact counts, one value
+    left, and one word missing at either end (the largest word below the upper bound, the smallest at or above the
+    lower, with ties there too)."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    N = 64
+    for trial in range(4):
+        n = int(torch.randint(2, N + 1, (1,), generator=gen))
+        w = _kth_words(kind, n, gen)
+        lo = max(int(w.min()) - int(torch.randint(0, 3, (1,), generator=gen)), -2**31 + 1)
+        hi = min(int(w.max()) + 1 + int(torch.randint(0, 3, (1,), generator=gen)), 2**31)
+        h = torch.full((N,), -2**31, dtype=torch.int32)
+        h[torch.randperm(N, generator=gen)[:n]] = w.to(torch.int32)
+        desc = torch.sort(w, descending=True).values  # (T is the k-th word wherever a tie is split)
+        for k in range(1, n):
+            out = torch.full((3,), 12345, dtype=torch.int32)
+            _kth_kernel[(1,)](h, n, k, lo, hi, out, N=N)
+            T, base, f = out.tolist()
+            ties = int((w == T).sum())
+            ctx = f"{kind} n={n} k={k} lo={lo} hi={hi} seed={fresh_seed} trial={trial}: T={T} base={base} f={f}"
+            nt = k - base + f * ties
+            assert 0 <= nt <= ties and int((w > T).sum()) + nt == k, ctx
+            assert nt == 0 or T == int(desc[k - 1]), ctx
 
 
 @pytest.mark.parametrize("cap", [64, 256])
