@@ -21,9 +21,9 @@ NaN on top), in a tile chosen on the device by the live length (2048, 8192 or 32
    (ties: its first ``k - c_hi`` columns, found from counts per group of consecutive columns) or of picks only goes
    straight to the output.
 3. **The middle.**  Its words (gathered again by column, from L2) are few, so searching for its ``(k - c_hi)``-th
-   word (from the bracket's ends, interpolating) costs a small tile per step; its picks follow the ``c_hi`` already
-   written (ties straddling the k-th: the smaller columns, bisecting on the column: the scratch is not in column
-   order).
+   word (from the bracket's ends, interpolating; one max where a single word is missing at either end) costs a small
+   tile per step; its picks follow the ``c_hi`` already written (ties straddling the k-th: the smaller columns,
+   bisecting on the column: the scratch is not in column order).
 
 Every count is exact: the values change the number of steps (at most 32 per stage, about twice that where
 interpolating steps fail, one or two more where the fitted law misses), never the result.  With ``FLAGS`` the selected
