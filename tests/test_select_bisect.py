@@ -216,6 +216,64 @@ def test_bisect_kth_search(kind, fresh_seed):
             assert nt == 0 or T == int(desc[k - 1]), ctx
 
 
+@triton.jit
+def _middle_kernel(src_ptr, out_ptr, mid_ptr, L, k, lo, hi1, c_lo, c_hi, MC: tl.constexpr):
+    bk._middle(src_ptr, (L * 0).to(tl.int64), out_ptr, mid_ptr, L, k, lo, hi1, c_lo, c_hi, L < 0, MC)
+
+
+def _words(x):
+    """The kernel's ordered words of float32 scores (NaN on top)."""
+    s = x.view(torch.int32).to(torch.int64)
+    return torch.where(torch.isnan(x), 0x7FFFFFFF, torch.where(s >= 0, s, s ^ 0x7FFFFFFF))
+
+
+@pytest.mark.parametrize("dist", ["normal", "few_values", "nan_payloads"])
+def test_bisect_middle_stage(dist, fresh_seed):
+    """Stage 3 on its own: a bracket ``[lo, hi1]`` of a row with at most 64 words in it (their columns in the scratch
+    in random order), ``c_hi`` words above it; the middle's picks must fill output slots ``c_hi .. k - 1`` with its
+    ``k - c_hi`` largest words (ties: the smaller columns) and leave every slot from ``k`` on untouched.  ``k`` runs
+    over every need from one word to all but one, and column 0 is often the middle's smallest word, alone or tied:
+    where a single word is to be left out, a search for no ties at all must not take column 0's."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    MC = 64
+    ran = 0
+    for trial in range(3):
+        L = int(torch.randint(40, 400, (1,), generator=gen))
+        x = fill(dist, 1, L, gen=gen)[0]
+        w = _words(x)
+        vals = torch.unique(w, sorted=True).flip(0)  # distinct words, largest first
+        small = [i for i in range(len(vals) - 1) if int((w == vals[i]).sum()) <= MC - 2]
+        if not small:
+            continue
+        a = small[int(torch.randint(0, len(small), (1,), generator=gen))]
+        b = a
+        while b + 1 < len(vals) and int(((w >= vals[b + 1]) & (w <= vals[a])).sum()) <= MC - 1:
+            b += 1
+        lo, hi1 = int(vals[b]), int(vals[a])
+        if trial % 2 == 0:  # column 0 the middle's smallest word, alone
+            x[0] = torch.nextafter(x[0] * 0 + float(x[(w == lo).nonzero()[0, 0]]), torch.tensor(float("-inf")))
+            w = _words(x)
+            lo = int(w[0])
+        mid = ((w >= lo) & (w <= hi1)).nonzero()[:, 0]
+        c_hi = int((w > hi1).sum())
+        nm = len(mid)
+        if nm < 2:
+            continue
+        key = w[mid] * (1 << 20) - mid  # larger word first, then the smaller column
+        order = mid[torch.argsort(key, descending=True)]
+        for need in range(1, nm):
+            k = c_hi + need
+            scratch = torch.full((MC,), 77777, dtype=torch.int32)
+            scratch[:nm] = mid[torch.randperm(nm, generator=gen)].to(torch.int32)
+            out = torch.full((k + 8,), -5, dtype=torch.int32)
+            _middle_kernel[(1,)](x, out, scratch, L, k, lo, hi1, c_hi + nm, c_hi, MC=MC)
+            ctx = f"{dist} L={L} nm={nm} need={need} col0 in middle={0 in mid.tolist()} seed={fresh_seed} trial={trial}"
+            assert sorted(out[c_hi:k].tolist()) == sorted(order[:need].tolist()), ctx
+            assert out[:c_hi].eq(-5).all() and out[k:].eq(-5).all(), ctx
+        ran += 1
+    assert ran, f"no row of {dist} gave a middle (seed {fresh_seed})"
+
+
 @pytest.mark.parametrize("cap", [64, 256])
 @pytest.mark.parametrize("dist", ["normal", "ramp", "few_values", "equal", "nan_payloads"])
 def test_bisect_middle(dist, cap, fresh_seed):

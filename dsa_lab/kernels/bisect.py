@@ -453,8 +453,8 @@ def _middle(src_ptr, row_off, orow, mrow, L, k, lo, hi1, c_lo, c_hi, one, MC: tl
         ties = tl.sum(eq.to(tl.int32))
         nt = need - base + f * ties
         # ties straddling the k-th: the first `nt` columns (the scratch is not in column order), by bisection
-        cut = L
-        go = ties > nt
+        cut = tl.where(nt > 0, L, 0)  # (none of the ties: the bisection below cannot exclude column 0)
+        go = (ties > nt) & (nt > 0)
         c_a = tl.zeros([], tl.int32)
         while go:
             cm = (c_a + cut) >> 1
