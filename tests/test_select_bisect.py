@@ -16,6 +16,7 @@ import dsa_lab
 from dsa_lab import dispatch
 from dsa_lab.bench.shapes import DISTS, SPECIAL_DISTS, fill
 from dsa_lab.flags import candidate_flags_torch
+from dsa_lab.keys import ordered_hi
 from dsa_lab.kernels import bisect as bk
 from dsa_lab.select import topk_select_reference
 
@@ -219,26 +220,20 @@ def _middle_kernel(src_ptr, out_ptr, mid_ptr, L, k, lo, hi1, c_lo, c_hi, MC: tl.
     bk._middle(src_ptr, (L * 0).to(tl.int64), out_ptr, mid_ptr, L, k, lo, hi1, c_lo, c_hi, L < 0, MC)
 
 
-def _words(x):
-    """The kernel's ordered words of float32 scores (NaN on top)."""
-    s = x.view(torch.int32).to(torch.int64)
-    return torch.where(torch.isnan(x), 0x7FFFFFFF, torch.where(s >= 0, s, s ^ 0x7FFFFFFF))
-
-
 @pytest.mark.parametrize("dist", ["normal", "few_values", "nan_payloads"])
 def test_bisect_middle_stage(dist, fresh_seed):
     """Stage 3 on its own: a bracket ``[lo, hi1]`` of a row with at most 64 words in it (their columns in the scratch
     in random order), ``c_hi`` words above it; the middle's picks must fill output slots ``c_hi .. k - 1`` with its
     ``k - c_hi`` largest words (ties: the smaller columns) and leave every slot from ``k`` on untouched.  ``k`` runs
-    over every need from one word to all but one, and column 0 is often the middle's smallest word, alone or tied:
-    where a single word is to be left out, a search for no ties at all must not take column 0's."""
+    over every need from one word to all but one, and every other row has column 0 as the middle's smallest word,
+    alone: where that one word is to be left out, the tie search asked for none must not take it."""
     gen = torch.Generator().manual_seed(fresh_seed)
     MC = 64
     ran = 0
     for trial in range(3):
         L = int(torch.randint(40, 400, (1,), generator=gen))
         x = fill(dist, 1, L, gen=gen)[0]
-        w = _words(x)
+        w = ordered_hi(x)
         vals = torch.unique(w, sorted=True).flip(0)  # distinct words, largest first
         small = [i for i in range(len(vals) - 1) if int((w == vals[i]).sum()) <= MC - 2]
         if not small:
@@ -250,7 +245,7 @@ def test_bisect_middle_stage(dist, fresh_seed):
         lo, hi1 = int(vals[b]), int(vals[a])
         if trial % 2 == 0:  # column 0 the middle's smallest word, alone
             x[0] = torch.nextafter(x[0] * 0 + float(x[(w == lo).nonzero()[0, 0]]), torch.tensor(float("-inf")))
-            w = _words(x)
+            w = ordered_hi(x)
             lo = int(w[0])
         mid = ((w >= lo) & (w <= hi1)).nonzero()[:, 0]
         c_hi = int((w > hi1).sum())
