@@ -244,7 +244,7 @@ def test_bisect_middle_stage(dist, fresh_seed):
             b += 1
         lo, hi1 = int(vals[b]), int(vals[a])
         if trial % 2 == 0:  # column 0 the middle's smallest word, alone
-            x[0] = torch.nextafter(x[0] * 0 + float(x[(w == lo).nonzero()[0, 0]]), torch.tensor(float("-inf")))
+            x[0] = torch.nextafter(x[w == lo][0], torch.tensor(-INF))
             w = ordered_hi(x)
             lo = int(w[0])
         mid = ((w >= lo) & (w <= hi1)).nonzero()[:, 0]
