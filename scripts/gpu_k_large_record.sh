@@ -7,11 +7,15 @@
 #       cold-start records (scripts/gpu_record.sh warmup coldstart)
 #   bash scripts/gpu_k_large_record.sh COMMIT record  (about 450 s) the k > 256 fuzz and matrix; the sweep's triton arm
 #       at the k = 512 / 2048 points of every row count (data/h200/rerecord_bisect/, merged by
-#       scripts/merge_sweep_runs.py)
+#       scripts/merge_sweep_runs.py); the fuzz's seeds are FUZZ_SEED (default 3101) and the four after it
+# The records go under data/h200 on an H200 and data/h100 on an H100 (the card is read from nvidia-smi).
 set -u
 case "${2:-}" in ab|record) ;; *) echo "usage: $0 COMMIT ab|record" >&2; exit 2 ;; esac
 export DSA_LAB_COMMIT="$1" DSA_LAB_DIRTY=0 PYTHONPATH="$PWD" PYTHONUNBUFFERED=1
-D=data/h200/k_large
+case "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)" in
+  *H100*) G=data/h100 ;; *) G=data/h200 ;;
+esac
+D=$G/k_large
 mkdir -p $D/logs
 L=$OUT/log.txt
 T0=$(date +%s)
@@ -41,7 +45,7 @@ else
   for i in 0 1 2 3 4; do
     menu=$(echo "4 5 8 5 4" | cut -d' ' -f$((i+1)))
     timeout 150 python3 -m dsa_lab.cli verify --scale gpu --no-matrix --arms triton --fuzz 20000 --fuzz-menu $menu \
-      --fuzz-max-rows 160 --fuzz-max-seconds 115 --seed $((3101 + i)) --record $D \
+      --fuzz-max-rows 160 --fuzz-max-seconds 115 --seed $((${FUZZ_SEED:-3101} + i)) --record $D \
       --fuzz-name fuzz_shard$i.json --fuzz-dump $D/fuzz_failures --no-progress > $D/logs/fuzz$i.txt 2>&1 &
   done
   timeout 280 python3 -m dsa_lab.cli verify --scale gpu --cases many,k257,k512,k1000,k2048,k_gt --seed 777 \
@@ -51,9 +55,9 @@ else
   tail -n 3 $D/logs/fuzz*.txt $D/logs/matrix.txt >> $L
   echo "=== sweep $(date -u +%T)" >> $L
   timeout 230 python3 -m dsa_lab.cli sweep --suite select,full --arms triton --k 512,2048 --concurrency 1,32,128 \
-    --next-n 1,5 --dists normal --out data/h200/rerecord_bisect --no-progress >> $L 2>&1
+    --next-n 1,5 --dists normal --out $G/rerecord_bisect --no-progress >> $L 2>&1
 fi
 echo "=== done $2 $(date -u +%T) $(( $(date +%s) - T0 )) s" >> $L
-cp $L $D/logs/run_$2.log; tar czf $OUT/records.tgz $D data/h200/rerecord_bisect data/h200/warmup.* data/h200/coldstart.* \
+cp $L $D/logs/run_$2.log; tar czf $OUT/records.tgz --exclude=fuzz_failures $D $G/rerecord_bisect $G/warmup.* $G/coldstart.* \
   build/gpu_logs 2>/dev/null
 tail -n 80 $L

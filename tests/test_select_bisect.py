@@ -168,10 +168,10 @@ def test_bisect_search_exits():
 @triton.jit
 def _kth_kernel(w_ptr, n, k, lo, hi, out_ptr, N: tl.constexpr):
     h = tl.load(w_ptr + tl.arange(0, N))
-    A, T, need = bk._kth(h, n, k, lo.to(tl.int64), hi.to(tl.int64))
-    tl.store(out_ptr, A.to(tl.int32))
-    tl.store(out_ptr + 1, T)
-    tl.store(out_ptr + 2, need)
+    T, base, f = bk._kth(h, n, k, lo.to(tl.int64), hi.to(tl.int64))
+    tl.store(out_ptr, T)
+    tl.store(out_ptr + 1, base)
+    tl.store(out_ptr + 2, f)
 
 
 def _kth_words(kind, n, gen):
@@ -191,9 +191,11 @@ def _kth_words(kind, n, gen):
 
 @pytest.mark.parametrize("kind", ["spread", "clusters", "ties", "top"])
 def test_bisect_kth_search(kind, fresh_seed):
-    """The middle's search on its own (``_kth`` over a 64-word tile, the unused slots below the bracket): the words at
-    or above ``A`` and the ``need`` ties at ``T`` it asks for (at most all of those below ``A``) make ``k``, for every
-    ``k`` of ``1 .. n - 1``, so each way the search ends is reached (exact counts at a bound, one value left)."""
+    """The middle's search on its own (``_kth`` over a 64-word tile, the unused slots below the bracket): the words
+    above ``T`` and the ties it asks for (``k - base + f * ties``, at most all of them) make ``k``, for every ``k`` of
+    ``1 .. n - 1``, so each way the search ends is reached: exact counts, one value
+    left, and one word missing at either end (the largest word below the upper bound, the smallest at or above the
+    lower, with ties there too)."""
     gen = torch.Generator().manual_seed(fresh_seed)
     N = 64
     for trial in range(4):
@@ -207,12 +209,12 @@ def test_bisect_kth_search(kind, fresh_seed):
         for k in range(1, n):
             out = torch.full((3,), 12345, dtype=torch.int32)
             _kth_kernel[(1,)](h, n, k, lo, hi, out, N=N)
-            A, T, need = out.tolist()
-            A = A if A >= T else A + 2**32  # (A = 2**31 wraps in int32)
-            ties = int(((w == T) & (w < A)).sum())
-            ctx = f"{kind} n={n} k={k} lo={lo} hi={hi} seed={fresh_seed} trial={trial}: A={A} T={T} need={need}"
-            assert 0 <= need <= ties and int((w >= A).sum()) + need == k, ctx
-            assert need == 0 or T == int(desc[k - 1]), ctx
+            T, base, f = out.tolist()
+            ties = int((w == T).sum())
+            ctx = f"{kind} n={n} k={k} lo={lo} hi={hi} seed={fresh_seed} trial={trial}: T={T} base={base} f={f}"
+            nt = k - base + f * ties
+            assert 0 <= nt <= ties and int((w > T).sum()) + nt == k, ctx
+            assert nt == 0 or T == int(desc[k - 1]), ctx
 
 
 @triton.jit

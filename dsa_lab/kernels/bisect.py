@@ -21,9 +21,9 @@ NaN on top), in a tile chosen on the device by the live length (2048, 8192 or 32
    (ties: its first ``k - c_hi`` columns, found from counts per group of consecutive columns) or of picks only goes
    straight to the output.
 3. **The middle.**  Its words (gathered again by column, from L2) are few, so searching for its ``(k - c_hi)``-th
-   word (from the bracket's ends, interpolating) costs a small tile per step; its picks follow the ``c_hi`` already
-   written (ties straddling the k-th: the smaller columns, bisecting on the column: the scratch is not in column
-   order).
+   word (from the bracket's ends, interpolating; one max where a single word is missing at either end) costs a small
+   tile per step; its picks follow the ``c_hi`` already written (ties straddling the k-th: the smaller columns,
+   bisecting on the column: the scratch is not in column order).
 
 Every count is exact: the values change the number of steps (at most 32 per stage, about twice that where
 interpolating steps fail, one or two more where the fitted law misses), never the result.  With ``FLAGS`` the selected
@@ -64,30 +64,48 @@ def _probe(lo, hi, c_lo, c_hi, t, interp):
 
 @triton.jit
 def _kth(h, n, k, lo, hi):
-    """``(A, T, need)`` of the words ``h`` (``n`` of them, all in ``[lo, hi)``; the others below ``lo``), ``k < n``:
-    the ``k`` largest are every word ``>= A`` plus the first ``need`` (in ``h``'s order) equal to ``T``.  Steps
-    interpolate between the counts, aiming a sixteenth of the words between the bounds past rank ``k`` on the wider
-    side (so that both bounds close in, not only the nearer; at rank ``k`` once fewer than 16 are left), while each
-    step halves the words between them; else they bisect: a few steps on smoothly spread words, at most about twice
-    the bisection's 32."""
+    """``(T, base, f)`` of the words ``h`` (``n`` of them, all in ``[lo, hi)``; the others below ``lo``), ``k < n``:
+    the ``k`` largest are every word ``> T`` plus the first ``k - base + f * ties`` equal to ``T`` (``ties`` of
+    them; ``base`` counts the words ``> T`` where ``f = 0``, those ``>= T`` where ``f = 1``).  Steps interpolate
+    between the counts, aiming a sixteenth of the words between the bounds past rank ``k`` on the wider side (so that
+    both bounds close in, not only the nearer; at rank ``k`` once fewer than 16 are left), while each step halves the
+    words between them; else they bisect: a few steps on smoothly spread words, at most about twice the bisection's
+    32.  Where one word is missing above the lower bound's count or one is left over below the upper bound's, the
+    largest word below the upper bound (or the smallest at or above the lower) is the k-th: one reduction ends the
+    search where halving a range holding two far-apart words takes up to 32 steps."""
     c_lo = n
     c_hi = tl.zeros([], tl.int32)
     interp = tl.zeros([], tl.int32) + 1
+    T = lo.to(tl.int32)
+    f = tl.zeros([], tl.int32)
     go = hi - lo > 1
     while go:
-        m = (c_lo - c_hi) // 16
-        mid = _probe(lo, hi, c_lo, c_hi, tl.where(c_lo - k > k - c_hi, k + m, k - m), interp != 0)
-        c = tl.sum((h >= mid.to(tl.int32)).to(tl.int32))
-        big = c >= k
-        w0 = c_lo - c_hi
-        lo = tl.where(big, mid, lo)
-        c_lo = tl.where(big, c, c_lo)
-        hi = tl.where(big, hi, mid)
-        c_hi = tl.where(big, c_hi, c)
-        interp = ((interp == 0) | (2 * (c_lo - c_hi) <= w0)).to(tl.int32)
-        go = (hi - lo > 1) & (c_lo != k)
-    exact = c_lo == k
-    return tl.where(exact, lo, hi), lo.to(tl.int32), tl.where(exact, 0, k - c_hi)
+        top1 = k - c_hi == 1
+        if top1 | (c_lo - k == 1):
+            # the largest word below hi (f = 0: base = c_hi words above it), or the smallest at or above lo (f = 1:
+            # base = c_lo at or above it): one max, over the words or their complements (~h reverses the order)
+            inv = top1.to(tl.int32) - 1
+            lb = tl.where(top1, -2147483648, lo.to(tl.int32))
+            ub = tl.where(top1, (hi - 1).to(tl.int32), 2147483647)
+            T = tl.max(tl.where((h >= lb) & (h <= ub), h ^ inv, -2147483648)) ^ inv
+            f = (top1 == 0).to(tl.int32)
+            go = c_lo < 0  # (false)
+        else:
+            m = (c_lo - c_hi) // 16
+            mid = _probe(lo, hi, c_lo, c_hi, tl.where(c_lo - k > k - c_hi, k + m, k - m), interp != 0)
+            c = tl.sum((h >= mid.to(tl.int32)).to(tl.int32))
+            big = c >= k
+            w0 = c_lo - c_hi
+            lo = tl.where(big, mid, lo)
+            c_lo = tl.where(big, c, c_lo)
+            hi = tl.where(big, hi, mid)
+            c_hi = tl.where(big, c_hi, c)
+            interp = ((interp == 0) | (2 * (c_lo - c_hi) <= w0)).to(tl.int32)
+            go = (hi - lo > 1) & (c_lo != k)
+            # ended: exact at lo (every word >= lo, f = 1, base = c_lo = k), or one value left (lo: c_hi above it)
+            T = lo.to(tl.int32)
+            f = (c_lo == k).to(tl.int32)
+    return T, tl.where(f != 0, c_lo, c_hi), f
 
 
 @triton.jit
@@ -430,11 +448,13 @@ def _middle(src_ptr, row_off, orow, mrow, L, k, lo, hi1, c_lo, c_hi, one, MC: tl
         j = tl.arange(0, MC)
         mc = tl.load(mrow + j, mask=j < nm, other=0)
         w = tl_ordered_hi(tl.load(src_ptr + row_off + mc, mask=j < nm, other=float("-inf")))
-        A, T, nt = _kth(w, nm, need, lo.to(tl.int64), hi1.to(tl.int64) + 1)
-        eq = (w == T) & (w < A)
+        T, base, f = _kth(w, nm, need, lo.to(tl.int64), hi1.to(tl.int64) + 1)
+        eq = w == T
+        ties = tl.sum(eq.to(tl.int32))
+        nt = need - base + f * ties
         # ties straddling the k-th: the first `nt` columns (the scratch is not in column order), by bisection
-        cut = L
-        go = tl.sum(eq.to(tl.int32)) > nt
+        cut = tl.where(nt > 0, L, 0)  # (none of the ties: the bisection below cannot exclude column 0)
+        go = (ties > nt) & (nt > 0)
         c_a = tl.zeros([], tl.int32)
         while go:
             cm = (c_a + cut) >> 1
@@ -442,7 +462,7 @@ def _middle(src_ptr, row_off, orow, mrow, L, k, lo, hi1, c_lo, c_hi, one, MC: tl
             cut = tl.where(c >= nt, cm, cut)
             c_a = tl.where(c >= nt, c_a, cm)
             go = (cut - c_a > 1) & (c != nt)
-        sel = (w >= A) | (eq & (mc < cut))
+        sel = (w > T) | (eq & (mc < cut))
         tl.store(orow + c_hi + tl.cumsum(sel.to(tl.int32), 0) - 1, mc, mask=sel)
 
 
