@@ -8,13 +8,11 @@
 #   bash scripts/gpu_k_large_record.sh COMMIT record  (about 450 s) the k > 256 fuzz and matrix; the sweep's triton arm
 #       at the k = 512 / 2048 points of every row count (data/h200/rerecord_bisect/, merged by
 #       scripts/merge_sweep_runs.py); the fuzz's seeds are FUZZ_SEED (default 3101) and the four after it
-# The records go under data/h200 on an H200 and data/h100 on an H100 (the card is read from nvidia-smi).
+# The records go under the card's data folder (data/h200, data/h100: `dsa_lab.bench.data.gpu_slug`).
 set -u
 case "${2:-}" in ab|record) ;; *) echo "usage: $0 COMMIT ab|record" >&2; exit 2 ;; esac
 export DSA_LAB_COMMIT="$1" DSA_LAB_DIRTY=0 PYTHONPATH="$PWD" PYTHONUNBUFFERED=1
-case "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)" in
-  *H100*) G=data/h100 ;; *) G=data/h200 ;;
-esac
+G=data/$(python3 -c "import torch; from dsa_lab.bench.data import gpu_slug; print(gpu_slug(torch.cuda.get_device_name()))")
 D=$G/k_large
 mkdir -p $D/logs
 L=$OUT/log.txt
