@@ -111,3 +111,23 @@ def test_fuzz_menu_subset_and_dump(tmp_path, monkeypatch):
     assert all(f["case_spec"]["op"] == verify.FUZZ_MENU[0][0] for f in fz["failures"])
     d = torch.load(tmp_path / "fuzz_fail_1_reference.pt")
     assert d["got"][0, 0] == -7 and d["case_spec"]["op"] == "select" and "x" in d["inputs"]
+
+
+def test_fuzz_merge_flattens_an_earlier_merge(tmp_path):
+    """Shards added to a merged record join its shard list (not nested); counts, failures and commits add up."""
+    import json
+
+    def shard(name, n, bad, commit, seed):
+        rec = {"meta": {"commit": commit, "command": f"verify --seed {seed}"}, "n": n, "seed": seed, "menu": [4],
+               "arms": {"triton": {"cases": n, "mismatched_cases": bad}}, "failures": [{"seed": seed}] * bad}
+        (tmp_path / name).write_text(json.dumps(rec))
+        return str(tmp_path / name)
+
+    first = verify.merge_fuzz_records([shard("a.json", 5, 0, "c0", 1), shard("b.json", 7, 1, "c0", 2)],
+                                      str(tmp_path / "m.json"))
+    assert first["n"] == 12 and len(first["shards"]) == 2
+    rec = verify.merge_fuzz_records([str(tmp_path / "m.json"), shard("c.json", 4, 0, "c1", 3)], str(tmp_path / "m2.json"))
+    assert rec["n"] == 16 and [s["seed"] for s in rec["shards"]] == [1, 2, 3]
+    assert rec["arms"]["triton"] == {"cases": 16, "mismatched_cases": 1} and rec["failures"] == [{"seed": 2}]
+    assert rec["meta"]["commit"] == "c0" and rec["meta"]["commits"] == ["c0", "c1"]
+    assert [s["commit"] for s in rec["shards"]] == ["c0", "c0", "c1"] and rec["shards"][2]["command"] == "verify --seed 3"

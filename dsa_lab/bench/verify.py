@@ -144,7 +144,7 @@ FUZZ_MENU = (
     ("select", 300, 8, 1, 8), ("select", 4096, 64, 1, 8), ("select", 8192, 128, 5, 8),
     ("select", 32768, 64, 1, 8), ("select", 2048, 512, 2, 8), ("select", 32768, 2048, 1, 8),
     ("blocks", 65536, 64, 1, 8), ("blocks", 16384, 128, 3, 1), ("blocks", 8192, 512, 1, 16),
-    ("blocks", 32768, 64, 5, 8),
+    ("blocks", 32768, 64, 5, 8), ("select", 32768, 1024, 5, 8),
 )
 
 
@@ -408,11 +408,24 @@ def merge_matrix_records(paths, out_path) -> int:
 
 
 def merge_fuzz_records(paths, out_path) -> dict:
-    """Combine fuzz shards (run in parallel processes with different seeds) into one record."""
-    shards = []
+    """Combine fuzz shards (run in parallel processes with different seeds) into one record.
+
+    An input that is itself a merged record contributes its shards, so a later run adds to a record
+    without nesting.  Each shard entry keeps its commit and date (and its command where known); the
+    record's ``meta`` is the first input's, with ``commits`` listing every commit in shard order."""
+    keys = ("n", "requested", "seconds", "seed", "max_width", "max_rows", "menu", "arms")
+    recs = []
     for p in paths:
         with open(p) as f:
-            shards.append(json.load(f))
+            recs.append(json.load(f))
+    shards = []
+    for r in recs:
+        meta = r.get("meta", {})
+        if "shards" in r:  # an earlier merge: its shards carry their own fields
+            shards += [{"commit": meta.get("commit"), "date_utc": meta.get("date_utc"), **sh} for sh in r["shards"]]
+        else:
+            shards.append({**{k: r[k] for k in keys if k in r}, "commit": meta.get("commit"),
+                           "date_utc": meta.get("date_utc"), "command": meta.get("command")})
     arms = {}
     for sh in shards:
         for a, c in sh["arms"].items():
@@ -420,11 +433,12 @@ def merge_fuzz_records(paths, out_path) -> dict:
             t["cases"] += c["cases"]
             t["mismatched_cases"] += c["mismatched_cases"]
     rec = {
-        "meta": shards[0]["meta"] if shards else {},
+        "meta": {**(recs[0].get("meta", {}) if recs else {}),
+                 "commits": list(dict.fromkeys(sh["commit"] for sh in shards if sh.get("commit")))},
         "n": sum(sh["n"] for sh in shards),
-        "shards": [{k: sh[k] for k in ("n", "requested", "seconds", "seed", "max_width", "max_rows", "menu", "arms") if k in sh} for sh in shards],
+        "shards": shards,
         "arms": arms,
-        "failures": [f for sh in shards for f in sh["failures"]][:50],
+        "failures": [f for r in recs for f in r.get("failures", [])][:50],
         "menu": [list(m) for m in FUZZ_MENU],
     }
     with open(out_path, "w") as f:

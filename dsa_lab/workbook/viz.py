@@ -211,8 +211,9 @@ _MISMATCH_FIELDS = ("mismatches", "mismatch_rows", "mismatch", "bad_rows", "disa
 def _summarize_fuzz(rec: dict, rel: str, path) -> str:
     """A ``dsa-lab verify --fuzz`` record: cases and mismatching cases per arm, shards, failures."""
     meta = rec.get("meta", {})
-    commit = str(meta.get("commit") or "?")[:7]
-    lines = [f"{rel} — {record_label(meta, path)} · commit {commit} · {meta.get('date_utc', '?')[:10]}",
+    commits = [c[:7] for c in meta.get("commits") or [str(meta.get("commit") or "?")]]
+    lines = [f"{rel} — {record_label(meta, path)} · commit{'s' * (len(commits) > 1)} {', '.join(commits)} · "
+             f"{meta.get('date_utc', '?')[:10]}",
              f"  random cases: {rec['n']:,}" + (f" in {len(rec['shards'])} shards" if rec.get("shards") else "")]
     for arm, c in sorted(rec["arms"].items()):
         lines.append(f"  arm {arm}: {c['cases']:,} cases, {c['mismatched_cases']} with a mismatch")
