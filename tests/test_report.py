@@ -235,3 +235,48 @@ def test_compile_section_counts_variants_and_splits_cold_calls():
     pre = [dict(r, preload_ms=1500.0) for r in cold]
     assert "preload()` first: 1500–1500 ms" in report.compile_section(warm, meta, "w.csv", pre, meta, "c.csv", "###")
     assert report.compile_section([], {}, "w.csv", [], {}, "c.csv", "###") == ""
+
+
+def test_large_k_targets_take_the_worst_context_and_every_point():
+    """Per k and stage: every point faster than torch and torch_live (one point equal to torch_live fails it), and
+    the lowest per-context median is the measure of "≥ 3x at every context"; the 640-row select point has its own
+    µs limit."""
+    rows = []
+    for k in (2048, 512):
+        for stage in ("select", "full"):
+            for c, sp in ((4096, 10.0), (262144, 2.5 if stage == "full" else 4.0)):
+                for conc in (1, 128):
+                    us = 100.0 if conc == 128 and c == 262144 and stage == "select" else 10.0
+                    live = us if (k, stage, c, conc) == (512, "select", 4096, 1) else us * 2
+                    rows += [_row("torch", stage, c, conc, 5, k, "normal", us * sp),
+                             _row("torch_live", stage, c, conc, 5, k, "normal", live),
+                             _row("triton", stage, c, conc, 5, k, "normal", us)]
+    t = {r[0]: r for r in report.large_k_targets(report.index(rows))}
+    assert t["k = 2048, select: every point faster than torch and torch_live"][1:3] == ["8/8 faster", "**met**"]
+    slow = t["k = 512, select: every point faster than torch and torch_live"]
+    assert slow[1:3] == ["7/8 faster", "**not met**"] and "1.00x vs torch_live at ctx 4K, 5 rows" in slow[3]
+    assert t["k = 2048, select: median speedup over torch ≥ 3x at every context"][1:3] == ["lowest 4.00x (256K)", "**met**"]
+    full = t["k = 2048, full: median speedup over torch ≥ 3x at every context"]
+    assert full[1:3] == ["lowest 2.50x (256K)", "**not met**"] and full[3] == "4K: 10.00x, 256K: 2.50x"
+    big = t["select: 640 rows × 262144 context ≤ 100 µs"]
+    assert big[1:3] == ["100 µs", "**met**"]
+
+
+def test_full_budget_rows_place_the_target_against_the_floors():
+    """torch / 3 against the default arm's recorded floor and the one-pass floor (bytes less the scores' write and
+    read-back, at the stream ceiling): a budget under the recorded floor is named as such, a select over what the
+    floor leaves is named, a met point says met."""
+    ceil = {"stream_gbps": 1.0, "launch_us": 0.5}  # 1 GB/s: 1000 bytes per µs
+    rows = []
+    for conc, torch_us, tri_us, floor, sel in ((1, 30.0, 9.0, 0.5, 4.0), (32, 60.0, 30.0, 10.0, 15.0),
+                                                (128, 90.0, 45.0, 40.0, 5.0)):
+        f = _row("triton", "full", 262144, conc, 1, 2048, "normal", tri_us, floor=floor)
+        f.update(bytes=int(floor * 1000), live_blocks=1)
+        rows += [_row("torch", "full", 262144, conc, 1, 2048, "normal", torch_us), f,
+                 _row("triton", "select", 262144, conc, 1, 2048, "normal", sel)]
+    got = report.full_budget_rows(report.index(rows), 262144, 2048, ceil)
+    assert [r[0] for r in got] == [1, 32, 128]
+    assert got[0][3] == "3.33x" and got[0][-1] == "met"
+    assert got[1][4:] == ["20.000", "10.000", "9.744", "10.000", "15.000", "select over the remainder"]
+    assert got[2][4:8] == ["30.000", "40.000", "38.976", "-10.000"] and got[2][-1] == "below the default arm's floor"
+    assert got[0][6] == "0.500"  # the launch floor bounds the one-pass floor from below

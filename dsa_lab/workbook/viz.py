@@ -212,8 +212,9 @@ def _summarize_fuzz(rec: dict, rel: str, path) -> str:
     """A ``dsa-lab verify --fuzz`` record: cases and mismatching cases per arm, shards, failures."""
     meta = rec.get("meta", {})
     commits = [c[:7] for c in meta.get("commits") or [str(meta.get("commit") or "?")]]
+    dates = sorted({str(d)[:10] for d in [meta.get("date_utc")] + [s.get("date_utc") for s in rec.get("shards", [])] if d})
     lines = [f"{rel} — {record_label(meta, path)} · commit{'s' * (len(commits) > 1)} {', '.join(commits)} · "
-             f"{meta.get('date_utc', '?')[:10]}",
+             f"{' to '.join(dict.fromkeys([dates[0], dates[-1]])) if dates else '?'}",
              f"  random cases: {rec['n']:,}" + (f" in {len(rec['shards'])} shards" if rec.get("shards") else "")]
     for arm, c in sorted(rec["arms"].items()):
         lines.append(f"  arm {arm}: {c['cases']:,} cases, {c['mismatched_cases']} with a mismatch")
