@@ -402,21 +402,27 @@ display(Markdown(report.table(["target", "measured", "status", "detail"], report
 # %%
 ceilings = (big[1] or {}).get("ceilings")
 for kk in (2048, 512):
-    print(f"k = {kk}, 256K context, full stage:")
+    print(f"H100, k = {kk}, 256K context, full stage:")
     display(Markdown(report.full_budget_table(idx_big, 262144, kk, ceilings) if ceilings else "NO RECORD"))
+print("H200 (the main record: the previous kernel, torch arms from an earlier run), k = 2048, 256K context, full stage:")
+display(Markdown(report.full_budget_table(idx, 262144, 2048, sweep[1]["ceilings"]) if sweep[0] else "NO RECORD"))
 
 # %% [markdown]
-# **What it means.** At 640 rows, 3x over `torch` asks for less time than the default composition's bytes take at
-# the streaming rate, so no select that keeps a scores tensor can reach it, however fast. A one-pass path would
-# have about 53 µs of room there. The package has no one-pass kernel for k > 256: the fused kernel keeps
-# `KP × G1 × block_size` logits in registers, at most 4096. And at k = 64 the fused arm lost to the unfused one
-# (section 7). At 128 and 160 rows the floor leaves 14 and 9 µs for the select at k = 2048 (12 and 6 at k = 512).
-# One wave of the register-resident select takes 19 µs (two waves at 160 rows), and the pipes records above (the
-# same design, earlier kernels) place a wave's time on the ALU pipe, one program per SM. At 5 rows the split radix
-# select takes 21 of the 22.8 µs left, and the scores launch needs more than the rest. With six points per
-# context, a 3x median needs four points at 3x: the two that are met (1 and 32 rows) and two of 5, 128 and 160
-# rows. Each of those falls short by the margin shown. So the full-stage median target stays missed at 256K, at
-# these limits. Every other large-k target is met in this record.
+# **What it means.** On the H100, at 640 rows, 3x over `torch` asks for less time than the default composition's
+# bytes take at its streaming rate (3.1 TB/s), so no select that keeps a scores tensor can reach it there, however
+# fast. A one-pass path would have about 53 µs of room. The package has no one-pass kernel for k > 256: the fused
+# kernel keeps `KP × G1 × block_size` logits in registers, at most 4096. And at k = 64 the fused arm lost to the
+# unfused one (section 7). The H200 streams 1.5x faster (4.6 TB/s) and `torch` gains less from it, so there the
+# same allowance leaves 44 µs after the floor at 640 rows: the limit on that card is the select's five waves
+# (94 µs), not the bytes. At 128 and 160 rows the H100's floor leaves 14 and 9 µs for the select at k = 2048 (12
+# and 6 at k = 512). One wave of the register-resident select takes 19 µs (two waves at 160 rows): one program per
+# SM, its tile taking the register file, and the pipes records above (the same design, earlier kernels) place a
+# wave's time on the ALU pipe. At 5 rows the split radix select takes 21 of the 22.8 µs left, and the scores
+# launch needs more than the rest. With six points per context, a 3x median needs four points at 3x: the two that
+# are met (1 and 32 rows) and two of 5, 128 and 160 rows, each short by the margin shown. So the full-stage median
+# target stays missed at 256K on both cards: on the H100 at the bytes (640 rows) and the select's wave (128-160
+# rows), on the H200 at the select's wave and the scores launch. Every other large-k target is met in the H100
+# record of this kernel.
 #
 # **Correctness of this kernel.** The k > 256 fuzz draws k from 257 to 2048 (up to 160 rows, `row_repeat` 1-5,
 # every value distribution, ragged ends, garbage past the ends), poisons the output and compares every slot with

@@ -280,3 +280,14 @@ def test_full_budget_rows_place_the_target_against_the_floors():
     assert got[1][4:] == ["20.000", "10.000", "9.744", "10.000", "15.000", "select over the remainder"]
     assert got[2][4:8] == ["30.000", "40.000", "38.976", "-10.000"] and got[2][-1] == "below the default arm's floor"
     assert got[0][6] == "0.500"  # the launch floor bounds the one-pass floor from below
+
+
+def test_report_adds_the_large_k_targets_where_the_record_has_them(record):
+    """A record with k = 2048 rows gets the large-k targets (here select only: the full stage's rows are ungraded) and
+    no full-stage allowance table without full-stage k = 2048 rows."""
+    md = report.build(record)
+    assert "### Targets: k = 2048\n" in md
+    assert "| k = 2048, select: every point faster than torch and torch_live | 2/2 faster | **met** |" in md
+    assert "| k = 2048, select: median speedup over torch ≥ 3x at every context | lowest 4.00x (4K) | **met** |" in md
+    assert "| k = 2048, full: every point faster than torch and torch_live | — | — |" in md
+    assert "against 3x over `torch`" not in md

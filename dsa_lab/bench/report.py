@@ -919,6 +919,17 @@ def build(data_dir: Path, *, itl_ms: float = 14.6, layers: int = 1, level: int =
                   table(["target", "measured", "status", "detail"], select_targets(idx, k)),
                   f"\n{hh} Targets: full stage, k = {k}\n",
                   table(["target", "measured", "status", "detail"], full_targets(idx, k)), bound_note(idx, k)]
+        large = tuple(x for x in (2048, 512) if x in ks)
+        if large:
+            parts += [f"\n{hh} Targets: k = {' and '.join(map(str, large))}\n",
+                      table(["target", "measured", "status", "detail"], large_k_targets(idx, large))]
+            cmax = max((key[2] for key in idx if key[1] == "full" and key[5] == large[0]), default=None)
+            budget = full_budget_rows(idx, cmax, large[0], meta["ceilings"]) if meta.get("ceilings") and cmax else []
+            if budget:
+                parts += [f"\nThe full stage at {ctx_label(cmax)}, k = {large[0]}, against 3x over `torch`: the time "
+                          "the target allows, the bytes floor of the default composition (the block scores written "
+                          "and read back) and of a path reading the logits once, and the select stage alone:\n",
+                          full_budget_table(idx, cmax, large[0], meta["ceilings"])]
         for stage, title in (("select", "select stage (block scores → ids)"),
                              ("full", "full stage (logits → scores → ids → flags)")):
             if not pick(rows, stage=stage):
