@@ -41,7 +41,7 @@ if [ "$2" = ab ]; then
 else
   echo "=== correctness $(date -u +%T)" >> $L
   for i in 0 1 2 3 4; do
-    menu=$(echo "4 5 8 5 4" | cut -d' ' -f$((i+1)))
+    menu=$(echo "4 5 10 5 8" | cut -d' ' -f$((i+1)))
     timeout 150 python3 -m dsa_lab.cli verify --scale gpu --no-matrix --arms triton --fuzz 20000 --fuzz-menu $menu \
       --fuzz-max-rows 160 --fuzz-max-seconds 115 --seed $((${FUZZ_SEED:-3101} + i)) --record $D \
       --fuzz-name fuzz_shard$i.json --fuzz-dump $D/fuzz_failures --no-progress > $D/logs/fuzz$i.txt 2>&1 &
