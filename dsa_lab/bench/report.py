@@ -248,6 +248,18 @@ def _target_row(label, measured, ok, detail="") -> list:
     return [label, measured, status, detail]
 
 
+def _faster_count(idx, **kw) -> tuple[int, int, tuple | None]:
+    """(comparisons, how many not faster, (speedup, base, row) of the slowest) of ``triton`` against ``torch`` and
+    ``torch_live`` over the points ``kw`` selects."""
+    n, slow, worst = 0, 0, None
+    for base in ("torch", "torch_live"):
+        for r, s in speedups(idx, base, "triton", **kw):
+            n, slow = n + 1, slow + (s <= 1.0)
+            if worst is None or s < worst[0]:
+                worst = (s, base, r)
+    return n, slow, worst
+
+
 def select_targets(idx, k=64) -> list[list]:
     out = []
     for label, stage, c, _, thr in SELECT_TARGETS:
@@ -259,14 +271,7 @@ def select_targets(idx, k=64) -> list[list]:
     # recorded k as information beyond it (the issue lists this target under "select stage, k = 64"; k = 2048 has a
     # target of its own)
     for scope in (k, None):
-        worst, n, slow = None, 0, 0
-        for base in ("torch", "torch_live"):
-            for r, s in speedups(idx, base, "triton", stage="select", **({} if scope is None else {"k": scope})):
-                n += 1
-                if s <= 1.0:
-                    slow += 1
-                if worst is None or s < worst[0]:
-                    worst = (s, base, r)
+        n, slow, worst = _faster_count(idx, stage="select", **({} if scope is None else {"k": scope}))
         label = ("select: every point faster than torch and torch_live" if scope is not None else
                  f"select: every point faster than torch and torch_live, every k (beyond the target's k = {k})")
         if worst:
@@ -444,12 +449,7 @@ def large_k_targets(idx, ks=(2048, 512), *, mult=3.0, big_limit_us=100.0) -> lis
     out = []
     for k in ks:
         for stage in ("select", "full"):
-            n, slow, worst = 0, 0, None
-            for base in ("torch", "torch_live"):
-                for r, s in speedups(idx, base, "triton", stage=stage, k=k):
-                    n, slow = n + 1, slow + (s <= 1.0)
-                    if worst is None or s < worst[0]:
-                        worst = (s, base, r)
+            n, slow, worst = _faster_count(idx, stage=stage, k=k)
             det = "" if worst is None else (f"slowest: {fx(worst[0])} vs {worst[1]} at ctx "
                                             f"{ctx_label(worst[2]['context'])}, {worst[2]['rows']} row{'s' * (worst[2]['rows'] != 1)}")
             out.append(_target_row(f"k = {k}, {stage}: every point faster than torch and torch_live",
