@@ -503,10 +503,11 @@ def full_budget_rows(idx, context, k, ceilings, *, mult=3.0) -> list[list]:
     return out
 
 
-def full_budget_table(idx, context, k, ceilings, *, mult=3.0) -> str:
+def full_budget_table(idx, context, k, ceilings, *, mult=3.0, rows=None) -> str:
+    """:func:`full_budget_rows` as markdown (``rows``: already computed ones)."""
     return table(["rows", "torch full µs", "triton full µs", "speedup", f"torch / {mult:g} µs", "floor µs",
                   "floor, logits once µs", "left after the floor µs", "triton select µs", "verdict"],
-                 full_budget_rows(idx, context, k, ceilings, mult=mult))
+                 full_budget_rows(idx, context, k, ceilings, mult=mult) if rows is None else rows)
 
 
 def fused_table(idx, k=64) -> str:
@@ -929,7 +930,7 @@ def build(data_dir: Path, *, itl_ms: float = 14.6, layers: int = 1, level: int =
                 parts += [f"\nThe full stage at {ctx_label(cmax)}, k = {large[0]}, against 3x over `torch`: the time "
                           "the target allows, the bytes floor of the default composition (the block scores written "
                           "and read back) and of a path reading the logits once, and the select stage alone:\n",
-                          full_budget_table(idx, cmax, large[0], meta["ceilings"])]
+                          full_budget_table(idx, cmax, large[0], meta["ceilings"], rows=budget)]
         for stage, title in (("select", "select stage (block scores → ids)"),
                              ("full", "full stage (logits → scores → ids → flags)")):
             if not pick(rows, stage=stage):

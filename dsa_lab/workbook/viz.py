@@ -214,7 +214,7 @@ def _summarize_fuzz(rec: dict, rel: str, path) -> str:
     commits = [c[:7] for c in meta.get("commits") or [str(meta.get("commit") or "?")]]
     dates = sorted({str(d)[:10] for d in [meta.get("date_utc")] + [s.get("date_utc") for s in rec.get("shards", [])] if d})
     lines = [f"{rel} — {record_label(meta, path)} · commit{'s' * (len(commits) > 1)} {', '.join(commits)} · "
-             f"{' to '.join(dict.fromkeys([dates[0], dates[-1]])) if dates else '?'}",
+             f"{'?' if not dates else dates[0] if dates[0] == dates[-1] else f'{dates[0]} to {dates[-1]}'}",
              f"  random cases: {rec['n']:,}" + (f" in {len(rec['shards'])} shards" if rec.get("shards") else "")]
     for arm, c in sorted(rec["arms"].items()):
         lines.append(f"  arm {arm}: {c['cases']:,} cases, {c['mismatched_cases']} with a mismatch")
