@@ -14,6 +14,7 @@ SUBCOMMANDS = {  # name: module
     "compile-check": "dsa_lab.compile_check",
     "verify": "dsa_lab.bench.verify",
     "sweep": "dsa_lab.bench.sweep",
+    "ab": "dsa_lab.bench.ab",
     "report": "dsa_lab.bench.report",
     "workbook": "dsa_lab.workbook.build",
 }

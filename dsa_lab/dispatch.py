@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import torch
 
-from . import _checks, _impl
+from . import _checks, _impl, _scratch
 from .kernels import bisect as _bisect
 from .kernels import flags as _flags
 from .kernels import hier as _hier
@@ -176,24 +176,10 @@ def _with_rows(pl: dict, n: int, rows: int, facts: dict, *, fused: bool, program
 
 
 # ------------------------------------------------------------------------------------------------ buffers
-_COUNTERS: dict = {}
-_KEEP_ALIVE: list = []  # replaced counter buffers stay alive: a captured graph may still point at them
-
-
 def _counters(device: torch.device, rows: int) -> torch.Tensor:
-    """Per-row arrival counters (int32 zeros; the program that finishes a row resets its counter)."""
-    if device.type == "meta":
-        return torch.zeros(max(rows, 1), dtype=torch.int32, device=device)
-    key = (device.type, device.index)
-    buf = _COUNTERS.get(key)
-    if buf is None or buf.numel() < rows:
-        if _checks.capturing():  # inside a capture: a graph-private buffer, its memset captured with it
-            return torch.zeros(rows, dtype=torch.int32, device=device)
-        if buf is not None:
-            _KEEP_ALIVE.append(buf)
-        buf = torch.zeros(max(rows, 1024), dtype=torch.int32, device=device)
-        _COUNTERS[key] = buf
-    return buf
+    """Per-row arrival counters of the split hier select (int32 zeros; the program that finishes a row resets its
+    counter), private to the current stream or capture (:mod:`dsa_lab._scratch`)."""
+    return _scratch.zeroed("hier_counters", device, rows, capturing=_checks.capturing())
 
 
 def _workspace(slots: int, device) -> torch.Tensor:

@@ -322,6 +322,11 @@ def add_arguments(p) -> None:
     p.add_argument("--matrix-shard", default=(0, 1), type=_shard_arg,
                    help="I/N: run every N-th matrix case from the I-th (parallel shards)")
     p.add_argument("--matrix-name", default="verify_matrix.csv", help="file name of the matrix record inside --record")
+    p.add_argument("--streams", action="store_true",
+                   help="also the concurrency check (dsa_lab.bench.streams): every select path on 4 streams at once, "
+                   "on 2 threads and as 4 graphs replayed at once, each call against the same call alone (GPU only)")
+    p.add_argument("--streams-old", default=None, metavar="DIR",
+                   help="run the concurrency check on DIR/dsa_lab_old (another tree) instead of this package")
     p.add_argument("--no-progress", action="store_true")
 
 
@@ -351,9 +356,15 @@ def run(args) -> int:
         for a, c in fz["arms"].items():
             print(f"fuzz {a}: {c['mismatched_cases']} mismatched of {c['cases']} cases ({fz['seconds']} s)")
         bad += [f for f in fz["failures"] if f["strict"]]
+    conc = None
+    if args.streams or args.streams_old:
+        conc = _streams(args, seed, device)
+        bad += [dict(case=r["case"], arm=r["mode"], error=f"{r['mismatched']} of {r['calls']} calls differ "
+                     "from the same call alone", first_mismatch="") for r in conc if r["mismatched"]]
     if args.record:
         _record(args.record, results, fz, seed=seed, scale=scale, fuzz_name=args.fuzz_name,
-                matrix_name=args.matrix_name)
+                matrix_name=args.matrix_name, streams=conc,
+                streams_name="streams_old.json" if args.streams_old else "streams.json")
     for r in bad[:10]:
         print(f"FAIL {r['case']} [{r['arm']}]: {r['error'] or r['first_mismatch']}")
     n_cases = len({r["case"] for r in results})
@@ -361,14 +372,36 @@ def run(args) -> int:
     return 1 if bad else 0
 
 
+def _streams(args, seed: int, device) -> list[dict]:
+    from . import streams
+
+    if device != "cuda":
+        raise SystemExit("--streams needs a CUDA GPU (calls on several streams at once)")
+    if args.streams_old:
+        from .ab import package
+
+        pkg = package("old", args.streams_old)
+    else:
+        import dsa_lab as pkg
+    rows = streams.run_all(pkg, seed=seed, names=args.cases.split(",") if args.cases else None,
+                           progress=None if args.no_progress else lambda r: print(
+                               f"  streams {r['case']} [{r['mode']} x {r['streams']}]: {r['mismatched']} of "
+                               f"{r['calls']} calls differ", flush=True))
+    print(streams.format_table(rows))
+    return rows
+
+
 def _record(folder: str, results, fz, *, seed: int, scale: str, fuzz_name: str = "fuzz.json",
-            matrix_name: str = "verify_matrix.csv") -> None:
+            matrix_name: str = "verify_matrix.csv", streams=None, streams_name: str = "streams.json") -> None:
     import csv
     import sys
 
     from . import data
     os.makedirs(folder, exist_ok=True)
     meta = data.collect_metadata(" ".join(["dsa-lab"] + sys.argv[1:]), {"seed": seed, "scale": scale})
+    if streams is not None:
+        with open(os.path.join(folder, streams_name), "w") as f:
+            json.dump({"meta": meta, "cases": streams}, f, indent=1, default=str)
     if fz is not None:
         with open(os.path.join(folder, fuzz_name), "w") as f:
             json.dump({"meta": meta, **fz}, f, indent=1, default=str)

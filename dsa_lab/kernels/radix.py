@@ -15,7 +15,8 @@ work is a few streaming passes over the row whatever k is (the hier kernel's bit
 :func:`_radix_kernel` does a row in one program.  :func:`_radix_par_kernel` splits every pass of a row over ``P``
 programs, one launch per pass (``step`` 0-4): each program adds its histogram to the row's totals with integer
 atomics (the sum does not depend on their order) and keeps its suffix sums, and the next launch reads the totals.
-The totals are a persistent buffer the launches leave at zero, so a call captures in a CUDA graph and replays.
+The totals are a persistent buffer the launches leave at zero (one per stream or capture), so a call captures in a
+CUDA graph and replays, and calls on several streams never share one.
 Rows of at most ``short`` live columns are selected whole by one program in the first launch and skipped by the
 others.  The ids come out in column order.
 """
@@ -282,28 +283,12 @@ def _radix_par_kernel(
                               k, pp, TILE, KT)
 
 
-_TOTALS: dict = {}
-_KEEP_ALIVE: list = []  # replaced buffers stay alive: a captured graph may still point at them
-
-
 def _totals(device, rows: int) -> torch.Tensor:
     """The parallel select's row totals ``int32 [rows, 4, 256]``, all zero between calls (the kernel zeroes what it
-    used); one buffer per device, grown as needed.  Two calls running concurrently on different streams would
-    share it."""
-    if device.type == "meta":
-        return torch.zeros((4 * max(rows, 1) * 256,), dtype=torch.int32, device=device)
-    key = (device.type, device.index)
-    buf = _TOTALS.get(key)
-    if buf is None or buf.numel() < 4 * rows * 256:
-        from .._checks import capturing
+    used), private to the current stream or capture (:mod:`dsa_lab._scratch`)."""
+    from .. import _checks, _scratch
 
-        if capturing():  # allocating inside a capture: a graph-private buffer, its memset captured with it
-            return torch.zeros((4 * rows * 256,), dtype=torch.int32, device=device)
-        if buf is not None:
-            _KEEP_ALIVE.append(buf)
-        buf = torch.zeros((4 * max(rows, 256) * 256,), dtype=torch.int32, device=device)
-        _TOTALS[key] = buf
-    return buf
+    return _scratch.zeroed("radix_totals", device, 4 * rows * 256, capturing=_checks.capturing())
 
 
 def launch(src, len_t, start_t, out, n, width, k, rr, *, P, short, blocks, bs, gdc=False):
