@@ -1,8 +1,9 @@
-"""Scratch that outlives a call: zeroed int32 buffers that kernels leave at zero, private to a stream or a capture.
+"""Scratch that outlives a call: int32 buffers that kernels return to zero, private to a stream or to a capture.
 
-Two launches coordinate their programs through global memory: the hier select's per-row arrival counters and the
-parallel radix select's row totals.  Each call leaves the slots it used at zero again, so a buffer is zeroed once
-and reused by later calls -- but only by calls that cannot run at the same time as the one before:
+Two kernels coordinate their programs through global memory: the hier select's per-row arrival counters and the
+parallel radix select's row totals.  Each call returns the slots it used to zero (the radix select's last ones at
+its next call's first launch), so a buffer is zeroed once and reused by later calls -- but only by calls that
+cannot run at the same time as the one before:
 
 * an eager call takes the buffer of its (device, current stream): calls on one stream run in order, calls on two
   streams never share one;
@@ -74,8 +75,9 @@ def _stream(device: torch.device) -> int:
 
 def zeroed(name: str, device: torch.device, numel: int, *, capturing: bool = False) -> torch.Tensor:
     """An int32 buffer of at least ``numel`` zeros for the named purpose on ``device``, private to the current
-    stream (eager) or to the capture under way on it (``capturing``).  The caller's kernels must leave every slot
-    they touch at zero again before the call's last launch ends."""
+    stream (eager) or to the capture under way on it (``capturing``).  The caller's kernels must return every slot
+    they use to zero before a later call on the buffer adds into it (by the call's end, or at the next call's first
+    launch)."""
     numel = max(int(numel), 1)
     if device.type == "meta":
         return torch.zeros(numel, dtype=torch.int32, device=device)

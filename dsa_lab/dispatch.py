@@ -176,10 +176,36 @@ def _with_rows(pl: dict, n: int, rows: int, facts: dict, *, fused: bool, program
 
 
 # ------------------------------------------------------------------------------------------------ buffers
-def _counters(device: torch.device, rows: int) -> torch.Tensor:
-    """Per-row arrival counters of the split hier select (int32 zeros; the program that finishes a row resets its
-    counter), private to the current stream or capture (:mod:`dsa_lab._scratch`)."""
+def counters(device: torch.device, rows: int) -> torch.Tensor:
+    """The hier select's per-row arrival counters: int32 zeros, each reset by the program that finishes its row."""
     return _scratch.zeroed("hier_counters", device, rows, capturing=_checks.capturing())
+
+
+def totals(device: torch.device, rows: int) -> torch.Tensor:
+    """The parallel radix select's row totals ``int32 [rows, 4, 256]``: zero where a launch adds to them (each
+    call's launches zero the slots they used, the last ones at the next call's first launch)."""
+    return _scratch.zeroed("radix_totals", device, rows * 1024, capturing=_checks.capturing())
+
+
+def _sync(route, rows: int, device) -> torch.Tensor | None:
+    """The buffer kept between calls through which the route's programs meet (:mod:`dsa_lab._scratch`: private
+    to the current stream or capture), or None.  Taken before a call's first launch, so a capture's one zeroing
+    of it never sits between two launches that overlap."""
+    algo, plan = route
+    if algo == "hier":
+        return counters(device, rows)
+    if algo == "radix" and plan > 1:
+        return totals(device, rows)
+    return None
+
+
+def select_sync(rows: int, n: int, k: int, device, *, block_size: int = 1, facts: dict | None = None):
+    """Take the kept buffer a select of ``k`` of ``n`` columns (block scores when ``block_size > 1``) over ``rows``
+    rows will use, ahead of it: a composition that launches something before the select (the decode step's
+    producer) calls this first, so that in a capture the buffer's zeroing precedes both; the select then gets the
+    same buffer."""
+    facts = facts if facts is not None else _impl.device_facts(device.index if device.type == "cuda" else None)
+    return _sync(_route(rows, n, k, facts, {}, block_size), rows, device)
 
 
 def _workspace(slots: int, device) -> torch.Tensor:
@@ -219,26 +245,38 @@ def _fast(rows: int, sm: int, over: dict) -> bool:
 
 
 # -------------------------------------------------------------------------------------------------- entries
-def _select(src, len_t, start_t, out, flags, n, width, k, rr, facts, *, blocks, bs, over, gdc=False):
-    """Select ``k`` of ``n`` columns (``blocks``: block scores, bounds from row ends) into ``out``; the flags, when
-    given, must already be zeroed.  Returns whether the select set them (hier and bisect do, radix does not)."""
-    rows = out.shape[0]
+def _route(rows: int, n: int, k: int, facts: dict, over: dict, bs: int):
+    """Which kernel selects ``k`` of ``n`` columns over ``rows`` rows: ``("bisect", None)``, ``("radix", P)`` (P
+    programs per row) or ``("hier", plan)`` (the plan before its run-time part, :func:`_with_rows`)."""
     sm = int(facts["sm_count"])
     algo = over.get("algo") or select_algo(rows, n, k, sm)
+    if algo == "bisect":
+        return algo, None
+    pl = _hier_plan(k, facts, over, bs=bs, rows=rows) if algo == "hier" else None
+    if algo == "radix" or not hier_fits(pl, n):
+        return "radix", over.get("programs") or split_programs(rows, n, sm)
+    return "hier", pl
+
+
+def _select(src, len_t, start_t, out, flags, n, width, k, rr, facts, route, sync, *, blocks, bs, over, gdc=False):
+    """Select ``k`` of ``n`` columns (``blocks``: block scores, bounds from row ends) into ``out`` by ``route``
+    (:func:`_route`) with its kept buffer ``sync``; the flags, when given, must already be zeroed.  Returns whether
+    the select set them (hier and bisect do, radix does not)."""
+    rows = out.shape[0]
+    algo, plan = route
     if algo == "bisect":
         _bisect.launch(src, len_t, start_t, out, flags, n, width, k, rr, blocks=blocks, bs=bs, gdc=gdc,
                        warp_size=facts.get("warp_size", 32))
         return True
-    pl = _hier_plan(k, facts, over, bs=bs, rows=rows) if algo == "hier" else None
-    if algo == "radix" or not hier_fits(pl, n):
-        P = over.get("programs") or split_programs(rows, n, sm)
-        _radix.launch(src, len_t, start_t, out, n, width, k, rr, P=P, short=over.get("short", RADIX_SHORT if P > 1 else 0),
-                      blocks=blocks, bs=bs, gdc=bool(facts.get("pdl")))
+    if algo == "radix":
+        _radix.launch(src, len_t, start_t, out, n, width, k, rr, P=plan,
+                      short=over.get("short", RADIX_SHORT if plan > 1 else 0), blocks=blocks, bs=bs,
+                      gdc=bool(facts.get("pdl")), tot=sync)
         return False
-    pl = _with_rows(pl, n, rows, facts, fused=False, programs=over.get("programs"))
-    _hier.launch(_aligned(src), len_t, start_t, out, _workspace(rows * pl["wrow"], src.device), _counters(src.device, rows),
+    pl = _with_rows(plan, n, rows, facts, fused=False, programs=over.get("programs"))
+    _hier.launch(_aligned(src), len_t, start_t, out, _workspace(rows * pl["wrow"], src.device), sync,
                  flags, n, width, k, rr, pl, P=pl["P"], blocks=blocks, fused=False, bs=bs, fzw=2,
-                 fast=_fast(rows, sm, over))
+                 fast=_fast(rows, int(facts["sm_count"]), over))
     return True
 
 
@@ -263,8 +301,10 @@ def topk_select_triton(scores, k, lengths=None, row_repeat=1, out=None, *, facts
     if n == 0:
         return out.fill_(-1)
     if rows:
-        _select(scores, lengths, None, out, None, n, n, k, row_repeat, _facts(scores, facts), blocks=False, bs=1,
-                over=over or {})
+        facts, over = _facts(scores, facts), over or {}
+        route = _route(rows, n, k, facts, over, 1)
+        _select(scores, lengths, None, out, None, n, n, k, row_repeat, facts, route, _sync(route, rows, scores.device),
+                blocks=False, bs=1, over=over)
     return out
 
 
@@ -304,7 +344,7 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
             raise ValueError(f"the fused kernel serves at most {pl['SB'] * pl['G1'] * pl['G2']} blocks per row at "
                              f"topk_blocks={k}; got {nblocks}: use impl='triton'")
         kflags = flags if rows <= 2 * sm else None
-        _hier.launch(logits, row_ends, row_starts, out, _workspace(rows * pl["wrow"], dev), _counters(dev, rows),
+        _hier.launch(logits, row_ends, row_starts, out, _workspace(rows * pl["wrow"], dev), counters(dev, rows),
                      kflags, nblocks, width, k, row_repeat, pl, P=pl["P"], blocks=True, fused=True, bs=bs,
                      fzw=int(flags is not None and flags.data_ptr() % 16 == 0),
                      fast=over.get("fast", np2(bs) == bs or rows > 2 * sm))
@@ -314,18 +354,19 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
     pdl = bool(facts.get("pdl"))
     scored = scores is not None
     sc = scores if scored else _scores_buffer(rows, nblocks, dev)
-    algo = over.get("algo") or select_algo(rows, nblocks, k, sm)
-    pl = _hier_plan(k, facts, over, bs=bs, rows=rows) if algo == "hier" else None
-    if algo != "hier" or not hier_fits(pl, nblocks):
+    route = _route(rows, nblocks, k, facts, over, bs)
+    sync = _sync(route, rows, dev)  # before the first launch (see _sync)
+    if route[0] != "hier":
         if not scored:
             _scores.launch(logits, row_ends, row_starts, sc, bs, row_repeat,
                            _scores.programs_per_row(rows, nblocks, bs, sm, SCORES_MULT), fill_dead=False,
                            zero_flags=flags, ld=pdl)
-        flags_set = _select(sc, row_ends, row_starts, out, flags, nblocks, width, k, row_repeat, facts, blocks=True,
-                            bs=bs, over=dict(over, algo="bisect" if algo == "bisect" else "radix"), gdc=pdl)
+        flags_set = _select(sc, row_ends, row_starts, out, flags, nblocks, width, k, row_repeat, facts, route, sync,
+                            blocks=True, bs=bs, over=over, gdc=pdl)
         if flags is not None and not flags_set:
             _flags.fill_flags(out, flags, width, row_starts, bs, row_repeat, zeroed=True)
         return (out, flags) if with_flags else out
+    pl = route[1]
     S = pl["G1"] * pl["G2"]
     a_done = (not scored and over.get("a_done", rows * 4 <= sm and "programs" not in over and not pl["RSEL"])
               and _scores.tile_blocks(bs) % S == 0)
@@ -336,7 +377,7 @@ def select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts=Non
     if not scored:
         _scores.launch(logits, row_ends, row_starts, sc, bs, row_repeat, q, fill_dead=False, zero_flags=flags,
                        stage_a=(ws, pl["wrow"], S, main_chain_min(pl)) if a_done else None, ld=pdl)
-    _hier.launch(sc, row_ends, row_starts, out, ws, _counters(dev, rows), flags, nblocks, width, k, row_repeat, pl,
+    _hier.launch(sc, row_ends, row_starts, out, ws, sync, flags, nblocks, width, k, row_repeat, pl,
                  P=pl["P"], blocks=True, fused=False, bs=bs, fzw=2, fast=_fast(rows, sm, over), a_done=a_done,
                  gdc=pdl)
     return (out, flags) if with_flags else out

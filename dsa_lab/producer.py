@@ -509,8 +509,12 @@ class DecodeStep:
         args = (self.q_fp8, self.kv_cache, self.weights, self.context_lens, self.block_table)
         if self._triton(self.impl) and self._triton(self.select_impl):
             # the launcher itself: it also zeroes the flags that the Triton select then sets
+            from .dispatch import select_sync
             from .kernels.producer import paged_mqa_logits_triton
 
+            # the select's kept buffer first: in a capture its one zeroing then precedes the producer, not the
+            # select launched as the producer's programmatic dependent (the select takes the same buffer)
+            select_sync(self.rows, self.nblocks, self.topk_blocks, self.logits.device, block_size=self.block_size)
             paged_mqa_logits_triton(*args, self.logits, sanitize=True, scores_out=self.scores,
                                     block_size=self.block_size, flags_out=self.flags, row_ends=self.row_ends)
             return

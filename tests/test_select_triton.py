@@ -116,7 +116,7 @@ def test_counters_reset_after_merge():
         out = poisoned(2, 8, "cpu")
         dispatch.topk_select_triton(x, 8, None, 1, out, over={"direct": 64, "group": 2, "programs": 4})
         assert_same_sets(out, topk_select_reference(x, 8), "repeat call")
-    assert int(dispatch._counters(x.device, 2)[:2].abs().sum()) == 0
+    assert int(dispatch.counters(x.device, 2)[:2].abs().sum()) == 0
 
 
 def test_width_zero_and_no_rows():

@@ -94,3 +94,35 @@ def test_stream_cases_are_deterministic(case):
     a, b = fn(), fn()
     assert len(a) == len(b) and all(streams._same(x, y) for x, y in zip(a, b))
     assert not streams._same(a[0], torch.full_like(a[0], -7))
+
+
+@pytest.mark.parametrize("k, width, kept, select", [(16, 4096, "hier_counters", "hier"),
+                                                     (600, 40000, "radix_totals", "radix"), (600, 4096, None, "bisect")])
+def test_kept_buffer_taken_before_the_first_launch(monkeypatch, k, width, kept, select):
+    """In a capture the kept buffer's zeroing is a graph node: it must precede the scores launch, not sit between it
+    and the select launched as its programmatic dependent."""
+    from dsa_lab import dispatch
+
+    order = []
+    monkeypatch.setattr(_scratch, "zeroed", lambda name, dev, n, capturing=False: order.append(name) or torch.zeros(
+        n, dtype=torch.int32))
+    for mod in (dispatch._scores, dispatch._hier, dispatch._radix, dispatch._bisect):
+        monkeypatch.setattr(mod, "launch", lambda *a, _n=mod.__name__.split(".")[-1], **kw: order.append(_n))
+    x = torch.empty(2, width)
+    dispatch.select_candidate_blocks_triton(x, torch.tensor([width, 100], dtype=torch.int32), k, block_size=1)
+    assert order == ([kept] if kept else []) + ["scores", select], order
+
+
+def test_radix_totals_between_calls():
+    """Two parallel radix calls on one stream share its totals: both exact; after a call only slot 3 of a row may
+    hold counts (the next call's first launch zeroes it before its fourth digit adds there)."""
+    from dsa_lab import dispatch
+
+    for rows, n in ((3, 2000), (2, 1500)):
+        x = torch.randn(rows, n)
+        lengths = torch.randint(n // 2, n + 1, (rows,), dtype=torch.int32)
+        lengths[0] = 7
+        ids = dispatch.topk_select_triton(x, 40, lengths, 1, over={"algo": "radix", "programs": 2, "short": 0})
+        assert streams._same(ids, dsa_lab.topk_select(x, 40, lengths=lengths, impl="reference"))
+        tot = dispatch.totals(x.device, rows)[: rows * 1024].view(rows, 4, 256)
+        assert int(tot[:, :3].abs().sum()) == 0

@@ -13,8 +13,8 @@ Arms: ``new`` (this tree), ``old`` (``DIR/dsa_lab_old``), ``pkg_NAME`` (``DIR/ds
   logits with ``select_candidate_blocks`` and flags.
 
 Every arm is checked first against the exact reference (outputs compared as sets per row, flags exactly); then each
-round times every arm once (``dsa_lab.bench.time_fn``: CUDA-graph medians) and the median of ``--reps`` rounds is
-kept.  One CSV row per (point, arm), written as it goes, with ``ratio_vs_first`` against the first arm.
+round times every arm once, in reversed order every other round (``dsa_lab.bench.time_fn``: CUDA-graph medians),
+and the median of ``--reps`` rounds is kept.  One CSV row per (point, arm), written as it goes, with ``ratio_vs_first`` against the first arm.
 """
 from __future__ import annotations
 
@@ -134,8 +134,9 @@ def run(args) -> int:
                     bad = {a: check(fn, *ref) for a, fn in fns.items()}
                     meds: dict = {a: [] for a in arms}
                     last = {}
-                    for _ in range(args.reps):
-                        for a, fn in fns.items():
+                    for rep in range(args.reps):  # the order reversed every other round: no arm always runs first
+                        for a in (arms if rep % 2 == 0 else arms[::-1]):
+                            fn = fns[a]
                             last[a] = timing.time_fn(fn)
                             meds[a].append(last[a].median_us)
                     first = statistics.median(meds[arms[0]])

@@ -15,8 +15,8 @@ work is a few streaming passes over the row whatever k is (the hier kernel's bit
 :func:`_radix_kernel` does a row in one program.  :func:`_radix_par_kernel` splits every pass of a row over ``P``
 programs, one launch per pass (``step`` 0-4): each program adds its histogram to the row's totals with integer
 atomics (the sum does not depend on their order) and keeps its suffix sums, and the next launch reads the totals.
-The totals are a persistent buffer the launches leave at zero (one per stream or capture), so a call captures in a
-CUDA graph and replays, and calls on several streams never share one.
+The totals are a buffer kept between calls (one per stream or capture) that each call returns to zero where the
+next adds, so a call captures in a CUDA graph and replays, and calls on several streams never share one.
 Rows of at most ``short`` live columns are selected whole by one program in the first launch and skipped by the
 others.  The ids come out in column order.
 """
@@ -283,19 +283,12 @@ def _radix_par_kernel(
                               k, pp, TILE, KT)
 
 
-def _totals(device, rows: int) -> torch.Tensor:
-    """The parallel select's row totals ``int32 [rows, 4, 256]``, all zero between calls (the kernel zeroes what it
-    used), private to the current stream or capture (:mod:`dsa_lab._scratch`)."""
-    from .. import _checks, _scratch
-
-    return _scratch.zeroed("radix_totals", device, 4 * rows * 256, capturing=_checks.capturing())
-
-
-def launch(src, len_t, start_t, out, n, width, k, rr, *, P, short, blocks, bs, gdc=False):
+def launch(src, len_t, start_t, out, n, width, k, rr, *, P, short, blocks, bs, gdc=False, tot=None):
     """Radix select into ``out`` (int32 ``[rows, k]``, every slot written): one program per row when ``P`` is 1,
     else the parallel kernel's five launches with ``P`` programs per row (``P <= MAXP``), with ``gdc`` each a
-    programmatic dependent of the launch before it (sm_90+).  Inputs checked by the caller; ``len_t`` / ``start_t``
-    may be None."""
+    programmatic dependent of the launch before it (sm_90+).  ``tot``: the row totals, int32 ``[rows, 4, 256]`` kept
+    between calls (``dsa_lab.dispatch.totals``; required when ``P > 1``): zero before a call's first launch except
+    in slot 3, which that launch zeroes.  Inputs checked by the caller; ``len_t`` / ``start_t`` may be None."""
     rows = out.shape[0]
     if rows == 0:
         return out
@@ -312,7 +305,8 @@ def launch(src, len_t, start_t, out, n, width, k, rr, *, P, short, blocks, bs, g
     hist = torch.empty((2 * rows * P * 256,), dtype=torch.int32, device=dev)
     st = torch.empty((2 * rows * 4,), dtype=torch.int32, device=dev)
     acc = torch.empty((rows * 2 * MAXP,), dtype=torch.int32, device=dev)
-    tot = _totals(dev, rows)
+    if tot is None or tot.numel() < rows * 1024:
+        raise ValueError(f"the parallel radix select needs int32 zeros of {rows * 1024} slots as tot")
     gdc = bool(gdc) and GDC_OK
     extra = {"launch_pdl": True} if gdc else {}
     for step in range(5):
