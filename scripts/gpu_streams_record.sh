@@ -12,14 +12,16 @@ mkdir -p "$rec"
 py() { timeout "${STEP_SECONDS:-280}" python3 -m dsa_lab.cli "$@"; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
 python3 -c "import dsa_lab._scratch as s; print('capture query:', s._capture_info())"
-if [ -d "$old/dsa_lab_old" ]; then
+if [ -d "$old/dsa_lab_old" ] && [ -z "${SKIP_OLD_CHECK:-}" ]; then
   py verify --no-matrix --streams-old "$old" --record "$rec" 2>&1 | tee "$rec/streams_old.log"
 fi
 py verify --no-matrix --streams --record "$rec" 2>&1 | tee "$rec/streams.log"
 if [ -d "$old/dsa_lab_old" ]; then
-  py ab "$rec/ab_topk.csv" --old "$old" --stage topk --k 64,256 --rows 1,4,32 --widths 131072,262144 --reps 3 \
+  py ab "$rec/ab_topk.csv" --old "$old" --stage topk --k 64,256 --rows 1,4,32 --widths 131072,262144 --reps 4 \
     2>&1 | tee "$rec/ab_topk.log"
-  py ab "$rec/ab_full.csv" --old "$old" --stage full --k 64,256 --rows 1,4,32 --widths 262144 --reps 3 \
-    2>&1 | tee "$rec/ab_full.log"
+  for stage in select full; do
+    py ab "$rec/ab_$stage.csv" --old "$old" --stage $stage --k 64,256 --rows 1,4,32 --widths 262144 --reps 4 \
+      2>&1 | tee "$rec/ab_$stage.log"
+  done
 fi
 tar -czf "$out/streams.tar.gz" -C "$out" streams
