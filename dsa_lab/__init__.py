@@ -3,13 +3,12 @@
 Pipeline (``docs/design.md``): paged FP8 MQA logits → block scores → candidate select → flags.
 The public API is re-exported here; each function's docstring states its contract.
 
-Compiled kernels are cached on disk by Triton; unless ``TRITON_CACHE_DIR`` is set, dsa_lab points it at
-``~/.cache/dsa_lab/triton``, where ``dsa-lab warmup`` compiles every variant ahead of use.
+Compiled kernels are cached on disk by Triton, under ``~/.cache/dsa_lab/triton`` unless ``TRITON_CACHE_DIR`` is set
+(:mod:`dsa_lab._env`), where ``dsa-lab warmup`` compiles every variant ahead of use.
 """
-import os as _os
+from . import _env
 
-_os.environ.setdefault("TRITON_CACHE_DIR", _os.path.join(
-    _os.environ.get("XDG_CACHE_HOME") or _os.path.join(_os.path.expanduser("~"), ".cache"), "dsa_lab", "triton"))
+_env.use_cache_dir()
 
 from .keys import ordered_bits, pack_keys, unpack_keys
 from .scores import block_scores

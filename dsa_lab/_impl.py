@@ -6,11 +6,9 @@ import os
 
 import torch
 
+from ._env import interpreter_active
+
 ENV = "DSA_LAB_IMPL"
-
-
-def interpreter_active() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
 def triton_usable(device: torch.device) -> bool:
@@ -53,7 +51,7 @@ def resolve(impl, device: torch.device, allowed: tuple[str, ...], *, auto_gpu: s
 @functools.lru_cache(maxsize=None)
 def device_facts(device_index: int | None) -> dict:
     """Multiprocessor count, warp size, architecture (``sm_90``, ``gfx950``, ...) and features of a GPU (or
-    interpreter stand-ins): what the dispatch and the launchers may choose by."""
+    interpreter stand-ins): what the plans and the launchers may choose by."""
     if device_index is None or not torch.cuda.is_available():
         return {"sm_count": 4, "warp_size": 32, "name": "triton-interpreter", "arch": None}
     p = torch.cuda.get_device_properties(device_index)
@@ -66,3 +64,13 @@ def device_facts(device_index: int | None) -> dict:
 
 def facts_for(t: torch.Tensor) -> dict:
     return device_facts(t.device.index if t.device.type == "cuda" else None)
+
+
+def fp8_dot_for_arch(arch) -> bool:
+    """Can Triton feed e4m3fn operands straight to ``tl.dot`` on ``arch`` (``sm_90``, ``gfx950``, ...)?  sm_89+;
+    gfx950 (a native e4m3fn MFMA) and gfx942 (Triton converts to f16, exact)."""
+    if not arch:
+        return False
+    if arch.startswith("gfx"):
+        return arch in ("gfx942", "gfx950")
+    return int(arch[3:]) >= 89

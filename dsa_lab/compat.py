@@ -157,10 +157,10 @@ def _mask_op(logits: Tensor, row_ks: Optional[Tensor], row_ke: Tensor, candidate
     if arm != "triton":
         apply_candidate_mask_torch(logits, ends, starts, cand, block_size, row_repeat)
         return
-    from .kernels import mask as _mask
+    from .launch.scores import apply_mask
 
     flags = torch.empty((rows, -(-width // block_size) + 1), dtype=torch.uint8, device=logits.device)
-    _mask.apply_mask(logits, ends, starts, cand, flags, block_size, row_repeat, _impl.facts_for(logits)["sm_count"])
+    apply_mask(logits, ends, starts, cand, flags, block_size, row_repeat, _impl.facts_for(logits)["sm_count"])
 
 
 @_mask_op.register_fake

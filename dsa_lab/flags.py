@@ -58,7 +58,7 @@ def candidate_flags(candidates, width, *, row_starts=None, block_size=8, row_rep
             raise ValueError(f"candidates must hold -1 or block ids in [0, {nblocks}); got range [{lo}, {hi}]")
     arm = _impl.resolve(impl, candidates.device, ("reference", "torch", "triton"))
     if arm == "triton":
-        from .dispatch import candidate_flags_triton
+        from .launch.scores import candidate_flags
 
-        return candidate_flags_triton(candidates, width, row_starts, bs, rr)
+        return candidate_flags(candidates, width, row_starts, bs, rr)
     return candidate_flags_torch(candidates, width, row_starts, bs, rr)

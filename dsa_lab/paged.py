@@ -60,21 +60,12 @@ def fp8_dot_supported(device: torch.device) -> bool:
     an f16 MFMA, exact): compiled and resource-checked on a CPU (``dsa-lab compile-check``), never run.  Any other
     device, and the Triton interpreter (numpy has no fp8): False, the upcast path.
     """
-    from ._impl import device_facts, interpreter_active
+    from ._impl import device_facts, fp8_dot_for_arch, interpreter_active
 
     if interpreter_active() or device.type != "cuda":
         return False
     return fp8_dot_for_arch(device_facts(device.index if device.index is not None else torch.cuda.current_device())
                             ["arch"])
-
-
-def fp8_dot_for_arch(arch) -> bool:
-    """:func:`fp8_dot_supported` by architecture name (``sm_90``, ``gfx950``, ...)."""
-    if not arch:
-        return False
-    if arch.startswith("gfx"):
-        return arch in ("gfx942", "gfx950")
-    return int(arch[3:]) >= 89
 
 
 def e4m3fn_to_float32(bits: torch.Tensor) -> torch.Tensor:

@@ -89,7 +89,7 @@ def block_scores(logits, row_ends, *, row_starts=None, block_size=8, row_repeat=
     rows, width, bs, rr = _check_scores_args(logits, row_ends, row_starts, block_size, row_repeat)
     arm = _impl.resolve(impl, logits.device, ("reference", "torch", "triton"))
     if arm == "triton":
-        from .dispatch import block_scores_triton
+        from .launch.scores import block_scores as block_scores_triton
 
         return block_scores_triton(logits, row_ends, row_starts, bs, rr)
     return block_scores_torch(logits, row_ends, row_starts, bs, rr)

@@ -11,13 +11,13 @@ Arms of :func:`topk_select`:
   ``lengths`` is given), then ``-inf`` → ``-1``.  On CUDA this was measured to
   meet the contract; on the CPU ``torch.topk``'s tie order is not the
   contract's (``tests/test_select_reference.py`` shows where).
-* ``"triton"`` — the packed-key kernels (:mod:`dsa_lab.kernels`, chosen by :mod:`dsa_lab.dispatch`).
+* ``"triton"`` — the packed-key kernels (:mod:`dsa_lab.kernels`, planned by :mod:`dsa_lab.plans`).
 """
 from __future__ import annotations
 
 import torch
 
-from . import _checks, _impl, keys
+from . import _checks, _impl, keys, plans
 from .scores import _check_scores_args, block_scores
 
 __all__ = ["topk_select", "select_candidate_blocks", "topk_select_reference", "topk_select_torch"]
@@ -97,7 +97,7 @@ def topk_select(scores, k, *, lengths=None, row_repeat=1, impl="auto", out=None)
     k, rr = _check_select_args(scores, k, lengths, row_repeat, out)
     arm = _impl.resolve(impl, scores.device, SELECT_IMPLS)
     if arm == "triton":
-        from .dispatch import topk_select_triton
+        from .launch.select import topk_select as topk_select_triton
 
         return topk_select_triton(scores, k, lengths, rr, out)
     res = (topk_select_reference if arm == "reference" else topk_select_torch)(scores, k, lengths, rr)
@@ -105,6 +105,17 @@ def topk_select(scores, k, *, lengths=None, row_repeat=1, impl="auto", out=None)
         out.copy_(res)
         return out
     return res
+
+
+def _check_fused(topk_blocks: int, block_size: int, width: int, facts: dict) -> None:
+    if not plans.fusable(topk_blocks, block_size):
+        raise ValueError(f"impl='triton_fused' serves max(64, next_pow2(topk_blocks)) * group * block_size <= "
+                         f"4096 (k <= 256 at block_size 8); got topk_blocks={topk_blocks}, block_size={block_size}: "
+                         "use impl='triton'")
+    most, nblocks = plans.fused_blocks(topk_blocks, block_size, facts), -(-width // block_size)
+    if nblocks > most:
+        raise ValueError(f"impl='triton_fused' serves at most {most} blocks per row at topk_blocks={topk_blocks}; "
+                         f"got {nblocks}: use impl='triton'")
 
 
 def select_candidate_blocks(
@@ -117,7 +128,7 @@ def select_candidate_blocks(
     (optional int32 ``[rows, topk_blocks]``).  ``impl`` also accepts ``"triton_unfused"`` (the same as
     ``"triton"``: bounded Triton block scores written to memory, then the select kernel) and ``"triton_fused"`` (one
     kernel: logits read once, block maxima formed on the fly, no scores tensor; only where
-    :func:`dsa_lab.dispatch.fusable`, e.g. k <= 256 at block_size 8, else ``ValueError``).  The live block extent of
+    :func:`dsa_lab.plans.fusable`, e.g. k <= 256 at block_size 8, else ``ValueError``).  The live block extent of
     row ``r`` is ``cdiv(min(end, width) - start, block_size)`` blocks, widened to include the pinned newest block;
     blocks past it are ``-inf`` and never selected.
 
@@ -135,15 +146,13 @@ def select_candidate_blocks(
     _checks.out_tensor(out, (rows, topk_blocks), torch.int32, logits.device)
     arm = _impl.resolve(impl, logits.device, SELECT_IMPLS + ("triton_unfused", "triton_fused"))
     if arm in ("triton", "triton_unfused", "triton_fused"):
-        from .dispatch import fusable, select_candidate_blocks_triton
+        from .launch.select import candidate_blocks
 
         fused = arm == "triton_fused"
-        if fused and not fusable(topk_blocks, bs):
-            raise ValueError(f"impl='triton_fused' serves max(64, next_pow2(topk_blocks)) * group * block_size <= "
-                             f"4096 (k <= 256 at block_size 8); got topk_blocks={topk_blocks}, block_size={bs}: "
-                             "use impl='triton'")
-        return select_candidate_blocks_triton(logits, row_ends, topk_blocks, row_starts, bs, rr, out, fused=fused,
-                                              with_flags=with_flags)
+        if fused:
+            _check_fused(topk_blocks, bs, width, _impl.facts_for(logits))
+        return candidate_blocks(logits, row_ends, topk_blocks, row_starts, bs, rr, out, fused=fused,
+                                with_flags=with_flags)
     sc = block_scores(logits, row_ends, row_starts=row_starts, block_size=bs, row_repeat=rr, impl="torch")
     ids = topk_select(sc, topk_blocks, impl=arm, out=out)
     if with_flags:

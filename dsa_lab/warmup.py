@@ -1,9 +1,9 @@
 """Compile every kernel variant before it is needed: ``dsa-lab warmup``.
 
 A compiled variant is chosen only by a kernel's constexprs, its launch options and its arguments' dtypes (never by
-a shape: :mod:`dsa_lab.dispatch`), so the set of variants a device can need is small and known.  This module
-finds it by *recording* the dispatch (:func:`dsa_lab.kernels.recording`) over a list of calls on ``meta`` tensors
--- the same code path a real call runs, with nothing launched -- and then:
+a shape: :mod:`dsa_lab.plans`), so the set of variants a device can need is small and known.  This module finds it
+by *recording* the launchers (:func:`dsa_lab.launch.recording`) over a list of calls on ``meta`` tensors -- the
+same code path a real call runs, with nothing launched -- and then (``dsa-lab warmup``, :mod:`dsa_lab.cli`):
 
 * ``--dry-run`` prints the variants, one per line (no GPU needed);
 * on a GPU, compiles them all in parallel threads into Triton's on-disk cache (``TRITON_CACHE_DIR``; dsa_lab
@@ -18,7 +18,6 @@ correctness run's (:func:`verify_calls`: other block sizes, row starts and row r
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import inspect
 import os
@@ -94,9 +93,8 @@ def verify_calls() -> list[Call]:
     """The calls ``dsa-lab verify --scale gpu`` makes with its default arms: every case of the named matrix and every
     entry of the fuzz menu (its rows, ends, k inside the bucket and values are random; they select no variant), with
     and without row starts, by the default and (where it serves the shape) the fused arm."""
-    from .bench.shapes import MATRIX
-    from .bench.verify import FUZZ_MENU
-    from .dispatch import fusable
+    from .cases import FUZZ_MENU, MATRIX
+    from .plans import fusable
 
     calls = []
     cases = [(c.op, c.rows, c.width, c.k, c.row_repeat, c.block_size, (c.starts,)) for c in MATRIX]
@@ -115,8 +113,10 @@ def verify_calls() -> list[Call]:
 
 def record(call: Call, facts: dict = H200) -> list:
     """The kernel launches ``call`` makes on a device with ``facts``, recorded on ``meta`` tensors."""
-    from . import dispatch
-    from .kernels import recording
+    from .launch import producer as lp
+    from .launch import recording
+    from .launch import scores as ls
+    from .launch import select as lsel
 
     meta = torch.device("meta")
     r, w, k, bs, rr = call.rows, call.width, call.k, call.block_size, call.row_repeat
@@ -124,33 +124,25 @@ def record(call: Call, facts: dict = H200) -> list:
     ng = max(1, r // rr)
     with recording() as rec:
         if call.entry == "select":
-            dispatch.topk_select_triton(torch.empty((r, w), device=meta), k, torch.empty((ng,), **i32), rr,
-                                        facts=facts)
+            lsel.topk_select(torch.empty((r, w), device=meta), k, torch.empty((ng,), **i32), rr, facts=facts)
         elif call.entry in ("full", "fused"):
             starts = torch.empty((ng,), **i32) if call.starts else None
-            dispatch.select_candidate_blocks_triton(torch.empty((r, w), device=meta), torch.empty((ng,), **i32), k,
-                                                    starts, bs, rr, fused=call.entry == "fused",
-                                                    with_flags=call.flags, facts=facts)
+            lsel.candidate_blocks(torch.empty((r, w), device=meta), torch.empty((ng,), **i32), k, starts, bs, rr,
+                                  fused=call.entry == "fused", with_flags=call.flags, facts=facts)
         elif call.entry == "scores":
-            dispatch.block_scores_triton(torch.empty((r, w), device=meta), torch.empty((ng,), **i32), None, bs, rr,
-                                         facts=facts)
+            ls.block_scores(torch.empty((r, w), device=meta), torch.empty((ng,), **i32), None, bs, rr, facts=facts)
         elif call.entry == "flags":
-            dispatch.candidate_flags_triton(torch.empty((r, k), **i32), w, None, bs, rr)
+            ls.candidate_flags(torch.empty((r, k), **i32), w, None, bs, rr)
         elif call.entry == "mask":
-            from .kernels.mask import apply_mask
-
             flags = torch.empty((r, -(-w // bs) + 1), dtype=torch.uint8, device=meta)
             starts = torch.empty((ng,), **i32) if call.starts else None
-            apply_mask(torch.empty((r, w), device=meta), torch.empty((ng,), **i32), starts,
-                       torch.empty((r, k), **i32), flags, bs, rr, facts["sm_count"])
+            ls.apply_mask(torch.empty((r, w), device=meta), torch.empty((ng,), **i32), starts,
+                          torch.empty((r, k), **i32), flags, bs, rr, facts["sm_count"])
         elif call.entry == "step":
             nb = -(-w // bs)
-            dispatch.select_candidate_blocks_triton(
-                torch.empty((r, w), device=meta), torch.empty((r,), **i32), k, None, bs, 1, with_flags=True,
-                facts=facts, scores=dispatch._scores_buffer(r, nb, meta))  # as DecodeStep pads it
+            lsel.candidate_blocks(torch.empty((r, w), device=meta), torch.empty((r,), **i32), k, None, bs, 1,
+                                  with_flags=True, facts=facts, scores=ls.scores_buffer(r, nb, meta))
         elif call.entry in ("producer", "producer_step"):
-            from .kernels.producer import paged_mqa_logits_triton
-
             H, D, bkv = 64, 128, 64
             blocks = -(-w // bkv)
             fused = {}
@@ -159,7 +151,7 @@ def record(call: Call, facts: dict = H200) -> list:
                 fused = dict(sanitize=True, scores_out=torch.empty((r * k, nb), device=meta), block_size=bs,
                              flags_out=torch.empty((r * k, nb + 1), dtype=torch.uint8, device=meta),
                              row_ends=torch.empty((r * k,), **i32))
-            paged_mqa_logits_triton(
+            lp.paged_mqa_logits(
                 torch.empty((r, k, H, D), dtype=torch.float8_e4m3fn, device=meta),
                 torch.empty((r * blocks, bkv, 1, D + 4), dtype=torch.uint8, device=meta),
                 torch.empty((r * k, H), dtype=torch.float32, device=meta),
@@ -192,7 +184,7 @@ def _arg_type(v) -> str:
 
 def parts(launch) -> tuple[str, dict, dict, dict]:
     """``(name, signature, constexprs, options)`` of a recorded launch: what selects a compiled variant (pointers
-    assumed 16-byte aligned, as every tensor the dispatch allocates is)."""
+    assumed 16-byte aligned, as every tensor the launchers allocate is)."""
     params = _params(launch.kernel)
     sig, cx = {}, {}
     for (name, is_cx), v in zip(params, launch.args):
@@ -299,7 +291,7 @@ def warm(variant_list, *, threads: int, progress: bool = True) -> list[tuple[str
                 if bar is not None:
                     bar.update(1)
         # load each kernel once: that builds its C launcher (a compiler run per signature, cached beside the kernels),
-        # which a process's first launch would otherwise pay (~0.3-1 s, measured on the H200)
+        # which a process's first launch would otherwise pay
         list(ex.map(lambda k: getattr(k, "result", lambda: k)()._init_handles(), compiled))
     if bar is not None:
         bar.close()
@@ -319,10 +311,9 @@ def preload(*, fused: bool = False, threads: int | None = None) -> dict:
     """Prepare this process for first calls at any shape: call it once at startup, after ``dsa-lab warmup``.
 
     A fresh process pays three costs on its first calls that are not compiling: Triton's own cache key, computed on
-    the process's first kernel lookup (a SHA-256 over its compiler sources and its C++ library: 1.3 s on a 2-core
-    CPU); per kernel, loading its binary and launcher from the cache; and torch's own first launches of the
+    the process's first kernel lookup (a SHA-256 over its compiler sources and its C++ library); per kernel, loading its binary and launcher from the cache; and torch's own first launches of the
     operations a call makes around the kernels (the bounds' checks, an aligned copy, zeroed buffers: torch loads a
-    kernel's GPU code on its first launch, 10-20 ms each on the H200).  This pays all three now: the key, then (on a
+    kernel's GPU code on its first launch).  This pays all three now: the key, then (on a
     CUDA GPU) every variant of the warm list (:func:`warm_calls`; ``fused``: with the fused arm's) loaded into the
     process, compiled first where the cache lacks it, then one call of every path a public call takes
     (:func:`first_call`, int32 bounds).  Returns ``{"seconds": ..., "variants": ...,
@@ -343,60 +334,3 @@ def preload(*, fused: bool = False, threads: int | None = None) -> dict:
             calls += 1
         torch.cuda.synchronize()
     return {"seconds": round(time.perf_counter() - t0, 3), "variants": n, "first_calls": calls}
-
-
-# ------------------------------------------------------------------------------------------------------- CLI
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dry-run", action="store_true", help="list the variants, one per line (no GPU needed)")
-    p.add_argument("--decode-only", action="store_true", help="only the decode grid's variants")
-    p.add_argument("--fused", action="store_true", help="also the triton_fused arm's variants")
-    p.add_argument("--verify", action="store_true",
-                   help="also the variants of `dsa-lab verify --scale gpu` (the matrix and the fuzz menu)")
-    p.add_argument("--threads", type=int, default=os.cpu_count() or 4, help="parallel compile threads")
-    p.add_argument("--cache-dir", default=None,
-                   help="Triton cache directory (default: $TRITON_CACHE_DIR, else ~/.cache/dsa_lab/triton)")
-    p.add_argument("--csv", default=None, help="write each variant's compile-finish time here (+ .meta.json)")
-
-
-def run(args) -> int:
-    if args.cache_dir:
-        os.environ["TRITON_CACHE_DIR"] = args.cache_dir
-    calls = decode_calls() if args.decode_only else warm_calls(fused=args.fused)
-    if args.verify:
-        calls = list(dict.fromkeys(calls + verify_calls()))
-    gpu = torch.cuda.is_available() and not args.dry_run
-    facts = H200
-    if gpu:
-        from ._impl import device_facts
-
-        facts = device_facts(torch.cuda.current_device())
-    t0 = time.perf_counter()
-    vs = variants(calls, facts)
-    t_list = time.perf_counter() - t0
-    if args.dry_run:
-        for key, (_, n) in vs.items():
-            print(key)
-        print(f"# {len(vs)} variants for {len(calls)} calls on {facts['name']} ({facts['sm_count']} SMs), "
-              f"listed in {t_list:.1f} s", file=sys.stderr)
-        return 0
-    if not gpu:
-        print("no CUDA GPU: nothing to compile into the cache (--dry-run lists the variants; "
-              "`dsa-lab compile-check --target` compiles them for a target on the CPU)", file=sys.stderr)
-        return 2
-    cache = os.environ["TRITON_CACHE_DIR"]  # (set by ``import dsa_lab`` unless the user set it)
-    print(f"compiling {len(vs)} variants into {cache} with {args.threads} threads", file=sys.stderr)
-    t = time.perf_counter()
-    done = warm([(key, launch) for key, (launch, _) in vs.items()], threads=args.threads)
-    print(f"{len(done)} variants in {time.perf_counter() - t:.1f} s", file=sys.stderr)
-    rows = [{"variant": key, "done_s": round(s, 3)} for key, s in done]
-    if args.csv:
-        from .bench import data
-
-        os.makedirs(os.path.dirname(os.path.abspath(args.csv)), exist_ok=True)
-        for r in rows:
-            data.append_row(args.csv, r, list(rows[0]))
-        data.save_meta(data.meta_path(args.csv), data.collect_metadata(
-            "dsa-lab warmup " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["warmup"] else sys.argv[1:]),
-            {"variants": len(vs), "calls": len(calls), "threads": args.threads,
-             "seconds": round(time.perf_counter() - t0, 1)}))
-    return 0

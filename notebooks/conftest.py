@@ -1,9 +1,8 @@
 """nbval setup for the workbook: `pytest --nbval --nbval-current-env notebooks/`.
 
 * The kernel nbval starts inherits this process's environment: the repository root is put on
-  PYTHONPATH (so `import dsa_lab` works without an install), and TRITON_INTERPRET=1 is set when
-  there is no CUDA GPU (the notebooks' first cell does the same; setting it here keeps kernels
-  and notebooks consistent).
+  PYTHONPATH (so `import dsa_lab` works without an install), and the Triton interpreter is turned on
+  when there is no CUDA GPU (`dsa_lab._env`; the notebooks' first cell does the same).
 * Cells tagged `gpu` are skipped without a GPU (they must be leaves: later cells read committed
   data instead).  nbval exposes the notebook cell as `item.cell`.
 * `text/html` outputs are not compared (widgets and HTML tables are display-only here; every
@@ -19,14 +18,12 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(ROOT)]
 )
 
-try:
-    import torch
+import torch  # noqa: E402
 
-    HAS_CUDA = torch.cuda.is_available()
-except Exception:  # pragma: no cover
-    HAS_CUDA = False
-if not HAS_CUDA:
-    os.environ.setdefault("TRITON_INTERPRET", "1")
+from dsa_lab import _env  # noqa: E402
+
+HAS_CUDA = torch.cuda.is_available()
+_env.interpret_without_gpu()
 
 
 def pytest_collectstart(collector):

@@ -28,3 +28,28 @@ def first_mismatch(got: torch.Tensor, ref: torch.Tensor):
 def assert_same_sets(got, ref, what=""):
     m = first_mismatch(got, ref)
     assert m is None, f"{what}: {m}"
+
+
+def topk_triton(x, k, lengths=None, rr=1, out=None, **force):
+    """The Triton select on the plan the rules make, or with choices forced (``force``: the keywords of
+    :func:`dsa_lab.plans.select`: a path at interpreter sizes)."""
+    from dsa_lab import _impl, plans
+    from dsa_lab.launch import select as launch
+
+    facts = _impl.facts_for(x)
+    plan = plans.select(x.shape[0], x.shape[1], k, facts, **force)
+    return launch.topk_select(x, k, lengths, rr, out, plan=plan, facts=facts)
+
+
+def blocks_triton(x, ends, k, starts=None, bs=8, rr=1, out=None, *, fused=False, with_flags=False, flags_out=None,
+                  scores=None, **force):
+    """The Triton candidate-block path on the plan the rules make, or with choices forced (``force``: the keywords
+    of :func:`dsa_lab.plans.candidate_blocks`)."""
+    from dsa_lab import _impl, plans
+    from dsa_lab.launch import select as launch
+
+    facts = _impl.facts_for(x)
+    plan = plans.candidate_blocks(x.shape[0], x.shape[1], k, facts, block_size=bs, fused=fused,
+                                  scored=scores is not None, **force)
+    return launch.candidate_blocks(x, ends, k, starts, bs, rr, out, fused=fused, with_flags=with_flags,
+                                   flags_out=flags_out, plan=plan, facts=facts, scores=scores)

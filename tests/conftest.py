@@ -1,16 +1,14 @@
-"""Test setup: the Triton interpreter on machines without a GPU, and the `gpu` marker.
-
-TRITON_INTERPRET must be set before triton.jit decorates the kernels, i.e. before
-dsa_lab is imported, so it is set here at collection start.
-"""
+"""Test setup: the Triton interpreter on machines without a GPU (:mod:`dsa_lab._env`, before any kernel module
+is imported), and the `gpu` marker."""
 import os
 
 import pytest
 import torch
 
+from dsa_lab import _env
+
 HAS_CUDA = torch.cuda.is_available()
-if not HAS_CUDA:
-    os.environ.setdefault("TRITON_INTERPRET", "1")
+_env.interpret_without_gpu()
 
 DEVICE = "cuda" if HAS_CUDA else "cpu"
 

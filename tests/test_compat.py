@@ -370,19 +370,20 @@ def test_torch_compile_fullgraph(backend, monkeypatch, fresh_seed):
 @pytest.mark.parametrize("arm", ["torch", "triton"])
 def test_mask_programs_stride_over_tiles(arm, monkeypatch, fresh_seed):
     """Fewer programs than tiles (one SM): each program loops over its row's tiles of a row-strided view."""
-    from dsa_lab.kernels import mask as mk
+    from dsa_lab import plans
+    from dsa_lab.launch import scores as launch
 
-    width = 2 * mk.TILE + 37
+    width = 2 * plans.MASK_TILE + 37
     gen, starts, ends, x = _case(width, fresh_seed, True, 2)
     rows, nb = x.shape[0], -(-width // BS)
-    assert mk.programs_per_row(rows, width, 1) < -(-width // mk.TILE)
+    assert plans.mask_programs(rows, width, 1) < -(-width // plans.MASK_TILE)
     cand = torch.randint(-1, nb + 2, (rows, 16), generator=gen)
     ybuf = torch.full((rows, width + 5), 7777.0, device=DEV)
     y = ybuf[:, :width]
     y.copy_(x)
     if arm == "triton":
         flags = torch.empty((rows, nb + 1), dtype=torch.uint8, device=DEV)
-        mk.apply_mask(y, _t(ends), _t(starts), cand.to(DEV), flags, BS, 2, 1)
+        launch.apply_mask(y, _t(ends), _t(starts), cand.to(DEV), flags, BS, 2, 1)
     else:
         compat.apply_candidate_mask_torch(y, _t(ends), _t(starts), cand.to(DEV), BS, 2)
     assert_rows_equal(y.tolist(), oracle_mask(x.tolist(), starts, ends, cand.tolist(), BS, 2), f"mask {arm}",

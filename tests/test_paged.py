@@ -23,7 +23,7 @@ def test_e4m3fn_decode_torch_all_codes():
 
 
 def test_e4m3fn_decode_triton_all_codes(device):
-    from dsa_lab.kernels.producer import e4m3fn_decode_triton
+    from dsa_lab.launch.producer import e4m3fn_decode as e4m3fn_decode_triton
 
     got = e4m3fn_decode_triton(ALL_CODES.to(device)).cpu()
     assert _bits_equal(got, TORCH_DECODED)

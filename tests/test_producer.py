@@ -4,20 +4,24 @@ CPU runs use the Triton interpreter (upcast path: e4m3fn bytes decoded to fp32, 
 problems; GPU-sized cases (fp8 tensor-core path) are under ``@pytest.mark.gpu``.
 
 Tolerances: errors are measured against the magnitude ``M = scale * sum_h |w_h| * sum_d |q_hd k_d|``
-(:func:`dsa_lab.producer.logits_error`), because the signed head sum may cancel to ~0 where a plain
+(:func:`dsa_lab.bench.verify.logits_error`), because the signed head sum may cancel to ~0 where a plain
 relative error means nothing.  Interpreter / upcast path: both arms sum exact fp32 products in fp32, in
 different orders → ``TOL_FP32 = 1e-5`` (observed ~1e-8).  fp8 MMA (H200): Hopper's fp8 MMA accumulates
 with ~13-14 mantissa bits (DeepSeek-V3 §3.3.2), truncating; over a 32-product k-step the worst case is
 ~32 * 2^-13 of M → ``TOL_FP8 = 2**-8`` (typical ~2^-12; the GPU script records the measured maximum).
 """
-import math
 
 import pytest
 import torch
 
 import dsa_lab
 from dsa_lab import paged, producer
+from dsa_lab.bench import roofline
+from dsa_lab.bench.step import DecodeStep, decode_step
+from dsa_lab.bench.verify import logits_error
 from dsa_lab.producer import decode_row_ends, paged_mqa_logits, sanitize_decode_logits
+
+from _select_helpers import blocks_triton
 
 TOL_FP32 = 1e-5
 TOL_FP8 = 2.0**-8
@@ -118,7 +122,7 @@ def test_logits_match_reference(B, next_n, H, block_kv, ctx, width, layout, devi
     dense = _dense_reference(p, ends.cpu())
     # the torch reference itself against a per-row dense float64 computation
     assert torch.allclose(ref.cpu()[win.cpu()].double(), dense[win.cpu()], rtol=1e-5, atol=1e-5)
-    bounded, rel = producer.logits_error(*args[:5], tri, ref)
+    bounded, rel = logits_error(*args[:5], tri, ref)
     tol = TOL_FP8 if (tri.is_cuda and paged.fp8_dot_supported(tri.device)) else TOL_FP32
     assert bounded <= tol, (bounded, rel)
 
@@ -167,7 +171,7 @@ def test_poison_survives_outside_window(impl, device, fresh_seed):
     assert res is out
     assert torch.equal(_bits(out)[~win], _bits(before)[~win])
     ref = paged_mqa_logits(*args, impl="reference")
-    bounded, _ = producer.logits_error(*args[:5], out, ref)
+    bounded, _ = logits_error(*args[:5], out, ref)
     assert bounded <= (TOL_FP8 if out.is_cuda else TOL_FP32)
     assert not bool(out[win].isnan().any())
     assert int(win.sum()) == sum(decode_row_ends(p["context_lens"], N).tolist())
@@ -210,7 +214,7 @@ def test_edge_contexts(device, fresh_seed):
     paged_mqa_logits(*args, impl="triton", out=out)
     win = _window(ends, width)
     assert torch.equal(_bits(out)[~win], _bits(before)[~win])
-    assert producer.logits_error(*args[:5], out, ref)[0] <= (TOL_FP8 if out.is_cuda else TOL_FP32)
+    assert logits_error(*args[:5], out, ref)[0] <= (TOL_FP8 if out.is_cuda else TOL_FP32)
 
 
 def test_auto_and_env_override(device, monkeypatch):
@@ -396,8 +400,7 @@ def test_fused_sanitize_and_scores(next_n, layout, bs, impl, device, fresh_seed)
 def test_select_from_producer_scores(algo, device, fresh_seed):
     """The candidate path from the producer's scores (no scores launch), with the flags the producer zeroed, on each
     select: the ids and flags of ``select_candidate_blocks`` of the same logits."""
-    from dsa_lab.dispatch import select_candidate_blocks_triton
-    from dsa_lab.kernels.producer import paged_mqa_logits_triton
+    from dsa_lab.launch.producer import paged_mqa_logits as paged_mqa_logits_triton
 
     N, width, k = 2, 384, 9
     p = paged.random_decode_problem(2, N, [300, 41], num_heads=16, block_kv=16, max_model_len=width, device=device,
@@ -412,8 +415,7 @@ def test_select_from_producer_scores(algo, device, fresh_seed):
                             row_ends=ends)
     assert not bool(flags.any())
     ids = torch.full((4, k), -5, dtype=torch.int32, device=device)
-    select_candidate_blocks_triton(logits, ends, k, None, 8, 1, ids, with_flags=True, flags_out=flags, scores=sc,
-                                   over={"algo": algo})
+    blocks_triton(logits, ends, k, None, 8, 1, ids, with_flags=True, flags_out=flags, scores=sc, algo=algo)
     want, wflags = dsa_lab.select_candidate_blocks(logits, ends, k, block_size=8, impl="reference", with_flags=True)
     assert torch.equal(ids.sort(1).values, want.sort(1).values)
     assert torch.equal(flags, wflags)
@@ -440,7 +442,7 @@ def test_fused_bad_inputs(device):
 
 # --------------------------------------------------------------------------------------------- bytes, step
 def test_producer_bytes():
-    b = producer.producer_bytes([100, 7], 2, 64, 128, block_kv=16)
+    b = roofline.producer_bytes([100, 7], 2, 64, 128, block_kv=16)
     # ends: [99, 100, 6, 7] → sequences read 100 and 7 tokens
     assert b["kv"] == 107 * 132
     assert b["q"] == 2 * 2 * 64 * 128 and b["weights"] == 4 * 64 * 4
@@ -448,27 +450,27 @@ def test_producer_bytes():
     assert b["out"] == (99 + 100 + 6 + 7) * 4
     assert b["read"] == b["kv"] + b["q"] + b["weights"] + b["block_table"]
     assert b["total"] == b["read"] + b["out"]
-    two = producer.producer_bytes(torch.tensor([[99, 100], [6, 7]]), 2, 64, 128, block_kv=16)
+    two = roofline.producer_bytes(torch.tensor([[99, 100], [6, 7]]), 2, 64, 128, block_kv=16)
     assert two == b
-    assert producer.producer_bytes([100], 1, 64, max_model_len=50)["kv"] == 50 * 132
+    assert roofline.producer_bytes([100], 1, 64, max_model_len=50)["kv"] == 50 * 132
 
 
 def test_producer_flops():
     # sequences read 100 and 7 tokens; each token meets 2 rows x 64 heads x 128 dims, 2 flops a multiply-add
-    assert producer.producer_flops([100, 7], 2, 64, 128) == 2 * 2 * 64 * 128 * 107
-    assert producer.producer_flops(torch.tensor([[99, 100], [6, 7]]), 2, 64, 128) == 2 * 2 * 64 * 128 * 107
-    assert producer.producer_flops([100], 1, 64, max_model_len=50) == 2 * 64 * 128 * 50
+    assert roofline.producer_flops([100, 7], 2, 64, 128) == 2 * 2 * 64 * 128 * 107
+    assert roofline.producer_flops(torch.tensor([[99, 100], [6, 7]]), 2, 64, 128) == 2 * 2 * 64 * 128 * 107
+    assert roofline.producer_flops([100], 1, 64, max_model_len=50) == 2 * 64 * 128 * 50
 
 
 def test_decode_step_composes(device, fresh_seed):
     B, N, width, k = 2, 2, 512, 8
     p = paged.random_decode_problem(B, N, [400, 33], num_heads=16, block_kv=16, max_model_len=width,
                                     device=device, seed=fresh_seed)
-    step = producer.decode_step(*_args(p), topk_blocks=k, block_size=8, select_impl="reference", compose="staged")
+    step = decode_step(*_args(p), topk_blocks=k, block_size=8, select_impl="reference", compose="staged")
     ends = decode_row_ends(p["context_lens"], N)
     assert torch.equal(step.row_ends, ends)
     ref = paged_mqa_logits(*_args(p), impl="reference")
-    assert producer.logits_error(*_args(p)[:5], step.logits, ref)[0] <= (TOL_FP8 if ref.is_cuda else TOL_FP32)
+    assert logits_error(*_args(p)[:5], step.logits, ref)[0] <= (TOL_FP8 if ref.is_cuda else TOL_FP32)
     # selection from the step's own logits (other logits, within tolerance, may rank near-ties differently)
     logits = step.logits.clone()
     sanitize_decode_logits(logits, ends)
@@ -481,7 +483,7 @@ def test_decode_step_composes(device, fresh_seed):
     for fn in stages.values():
         fn()
     assert torch.equal(step.topk.sort(1).values, step.candidates.sort(1).values)
-    assert list(producer.DecodeStep(*_args(p), compose="staged", sanitize=None).stages()) == [
+    assert list(DecodeStep(*_args(p), compose="staged", sanitize=None).stages()) == [
         "row_ends", "logits", "candidates", "flags"]
 
 
@@ -492,8 +494,8 @@ def test_decode_step_fused_equals_staged(impl, select_impl, device, fresh_seed):
     B, N, width, k = 2, 3, 512, 8
     p = paged.random_decode_problem(B, N, [400, 33], num_heads=16, block_kv=16, max_model_len=width, device=device,
                                     seed=fresh_seed)
-    staged = producer.decode_step(*_args(p), topk_blocks=k, compose="staged", impl=impl, select_impl="reference")
-    f = producer.DecodeStep(*_args(p), topk_blocks=k, impl=impl, select_impl=select_impl)
+    staged = decode_step(*_args(p), topk_blocks=k, compose="staged", impl=impl, select_impl="reference")
+    f = DecodeStep(*_args(p), topk_blocks=k, impl=impl, select_impl=select_impl)
     assert list(f.stages()) == ["row_ends", "logits", "candidates"]
     f.flags.fill_(7)
     f.run()
@@ -501,9 +503,9 @@ def test_decode_step_fused_equals_staged(impl, select_impl, device, fresh_seed):
     assert torch.equal(f.flags, staged.flags)
     for bad in ("full", None):
         with pytest.raises(ValueError, match="compose"):
-            producer.DecodeStep(*_args(p), sanitize=bad)
+            DecodeStep(*_args(p), sanitize=bad)
     with pytest.raises(ValueError, match="compose"):
-        producer.DecodeStep(*_args(p), compose="one")
+        DecodeStep(*_args(p), compose="one")
     with pytest.raises(ValueError, match="staged"):
         f.stages(split=True)
 
@@ -526,7 +528,7 @@ def test_gpu_full_size(next_n, block_kv, layout):
     win = _window(ends, width)
     assert torch.equal(_bits(out)[~win], _bits(before)[~win])
     ref = paged_mqa_logits(*args, impl="reference")
-    bounded, rel = producer.logits_error(*args[:5], out, ref)
+    bounded, rel = logits_error(*args[:5], out, ref)
     assert bounded <= TOL_FP8, (bounded, rel)
 
 
@@ -588,7 +590,7 @@ def test_gpu_cuda_graph_capture():
 )
 def test_kernel_variants(config, device, fresh_seed):
     """Every launch variant the GPU sweep may pick gives the same window (tiles smaller/larger than block_kv)."""
-    from dsa_lab.kernels.producer import paged_mqa_logits_triton
+    from dsa_lab.launch.producer import paged_mqa_logits as paged_mqa_logits_triton
 
     B, N, width = 2, 3, 384
     p = paged.random_decode_problem(B, N, [300, 45], num_heads=16, block_kv=64, max_model_len=width,
@@ -601,7 +603,7 @@ def test_kernel_variants(config, device, fresh_seed):
     win = _window(ends, width)
     assert torch.equal(_bits(out)[~win], _bits(before)[~win])
     ref = paged_mqa_logits(*args, impl="reference")
-    assert producer.logits_error(*args[:5], out, ref)[0] <= (TOL_FP8 if out.is_cuda else TOL_FP32)
+    assert logits_error(*args[:5], out, ref)[0] <= (TOL_FP8 if out.is_cuda else TOL_FP32)
 
 
 @pytest.mark.gpu
@@ -610,7 +612,7 @@ def test_gpu_decode_step_in_graph():
     p = paged.random_decode_problem(8, 3, [65536, 100, 4096, 1, 30000, 7, 8192, 131072], num_heads=64,
                                     block_kv=64, max_model_len=262144, device="cuda", seed=1)
     for compose in ("fused", "staged"):
-        st = producer.DecodeStep(*_args(p), topk_blocks=64, block_size=8, compose=compose).run()
+        st = DecodeStep(*_args(p), topk_blocks=64, block_size=8, compose=compose).run()
         eager = st.candidates.clone()
         eager_flags = st.flags.clone()
         torch.cuda.synchronize()

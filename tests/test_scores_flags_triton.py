@@ -4,22 +4,23 @@ import pytest
 import torch
 
 import dsa_lab
-from dsa_lab.dispatch import block_scores_triton, candidate_flags_triton
 from dsa_lab.flags import candidate_flags_torch
-from dsa_lab.kernels import scores as sk
+from dsa_lab import plans
+from dsa_lab.launch import scores as ls
 from dsa_lab.scores import block_scores_torch
 
 INF, NAN = float("inf"), float("nan")
 
 
-def launch(x, e, s, bs, rr, *, fill_dead=True, programs=None, zero_flags=None, stage_a=None, rows_stride=None):
-    """The scores launch as the dispatch makes it (``programs`` per row; default one per tile of the width), into a
+def scores_launch(x, e, s, bs, rr, *, fill_dead=True, programs=None, zero_flags=None, stage_a=None, rows_stride=None):
+    """The scores launch as the launchers make it (``programs`` per row; default one per tile of the width), into a
     new output whose row stride may be padded (``rows_stride``)."""
     rows, width = x.shape
     nb = -(-width // bs)
     out = torch.empty((rows, rows_stride or nb), dtype=torch.float32)[:, :nb]
-    q = programs or sk.programs_per_row(rows, nb, bs, 4, None)
-    return sk.launch(x, e, s, out, bs, rr, q, fill_dead=fill_dead, zero_flags=zero_flags, stage_a=stage_a)
+    q = programs or plans.scores_programs(rows, nb, bs, 4, None)
+    return ls.block_scores_into(x, e, s, out, bs, rr, q, fill_dead=fill_dead, zero_flags=zero_flags,
+                                    stage_a=stage_a)
 
 
 def same_bits(a, b):
@@ -49,7 +50,7 @@ def test_block_scores_match_torch(rows, width, bs, rr, ends, starts, padded, fre
     x[torch.rand(rows, width, generator=gen) < 0.05] = -0.0
     e = torch.tensor(ends, dtype=torch.int32)
     s = None if starts is None else torch.tensor(starts, dtype=torch.int64)
-    got = block_scores_triton(x, e, s, bs, rr, padded=padded)
+    got = ls.block_scores(x, e, s, bs, rr, padded=padded)
     want = block_scores_torch(x, e, s, bs, rr)
     assert got.shape == want.shape and got.dtype == torch.float32
     assert same_bits(got, want), f"seed={fresh_seed}\n{got}\n{want}"
@@ -73,7 +74,7 @@ def test_block_scores_many_programs_per_row(fill_dead, programs, fresh_seed):
     x[torch.rand(rows, width, generator=gen) < 0.01] = NAN
     e = torch.tensor([40000, 4100, 0, 39990, 45000])
     st = torch.tensor([0, 100, 0, 39000, 38000])  # last row: end past the width, newest block past it
-    got = launch(x, e, st, bs, 1, fill_dead=fill_dead, programs=programs, rows_stride=5008)
+    got = scores_launch(x, e, st, bs, 1, fill_dead=fill_dead, programs=programs, rows_stride=5008)
     want = block_scores_torch(x, e, st, bs, 1)
     if fill_dead:
         assert same_bits(got, want), f"seed={fresh_seed}"
@@ -97,7 +98,7 @@ def test_block_scores_alignment_buckets_same_bits(bs, width, fresh_seed):
     for r in range(rows):
         x[r, int(e[r]):] = NAN
     for starts in (None, torch.tensor([0, 7, 0, 1000])):
-        got = block_scores_triton(x, e, starts, bs, 1)
+        got = ls.block_scores(x, e, starts, bs, 1)
         assert same_bits(got, block_scores_torch(x, e, starts, bs, 1)), f"bs={bs} starts={starts} seed={fresh_seed}"
 
 
@@ -107,7 +108,7 @@ def test_block_scores_garbage_past_end_and_public_api():
     x[1, 5:] = INF
     e = torch.tensor([20, 5])
     for padded in (False, True):
-        got = block_scores_triton(x, e, None, 8, 1, padded=padded)
+        got = ls.block_scores(x, e, None, 8, 1, padded=padded)
         assert same_bits(got, block_scores_torch(x, e, None, 8, 1))
         assert not got[:, 3:].isnan().any()  # blocks past the end are -inf, never the garbage
     assert same_bits(dsa_lab.block_scores(x, e, impl="triton"), block_scores_torch(x, e))
@@ -116,7 +117,7 @@ def test_block_scores_garbage_past_end_and_public_api():
 def test_block_scores_nan_propagates_and_newest_pinned():
     x = torch.zeros(1, 32)
     x[0, 3] = NAN
-    got = block_scores_triton(x, torch.tensor([30]), None, 8, 1)
+    got = ls.block_scores(x, torch.tensor([30]), None, 8, 1)
     assert got[0, 0].isnan() and got[0, 3] == INF and got[0, 1] == 0.0
 
 
@@ -146,7 +147,7 @@ def test_block_max_is_the_contract_order_signed_zero_and_subnormals():
     ref = block_scores_torch(x, e, None, 4, 1)
     assert ref.view(torch.int32).tolist() == [[b - 2**32 if b >= 2**31 else b for b in want_bits]]
     for padded in (False, True):
-        got = block_scores_triton(x, e, None, 4, 1, padded=padded)
+        got = ls.block_scores(x, e, None, 4, 1, padded=padded)
         assert torch.equal(got.view(torch.int32), ref.view(torch.int32)), (padded, got.view(torch.int32))
     # ranking: NaN block 6, subnormal blocks 3 (7) and 7 (1), then the +0 blocks tie -> the smaller id 0
     ids = dsa_lab.select_candidate_blocks(x, e, 4, block_size=4, impl="reference")
@@ -168,7 +169,7 @@ FLAG_CASES = [
 def test_flags_match_torch(rows, width, bs, rr, starts, cands):
     c = torch.tensor(cands, dtype=torch.int32)
     s = None if starts is None else torch.tensor(starts)
-    got = candidate_flags_triton(c, width, s, bs, rr)
+    got = ls.candidate_flags(c, width, s, bs, rr)
     want = candidate_flags_torch(c, width, s, bs, rr)
     assert got.dtype == torch.uint8 and got.shape == want.shape
     assert torch.equal(got, want)
@@ -192,14 +193,14 @@ def test_gpu_block_scores_large():
     s = (e.clamp(max=width) // 3).to(torch.int32)
     want = block_scores_torch(x, e, s, 8, 1)
     for padded in (False, True):
-        assert same_bits(block_scores_triton(x, e, s, 8, 1, padded=padded), want)
+        assert same_bits(ls.block_scores(x, e, s, 8, 1, padded=padded), want)
 
 
 def test_programs_per_row_rule():
     """The bounded kernel's programs per row: the padded tiles (None), else about mult x SM in all, at least one per
     row, never more than the row's tiles."""
-    programs_per_row = sk.programs_per_row
-    assert sk.tile_blocks(8) == 512 and sk.tile_blocks(1) == 4096 and sk.tile_blocks(3) == 1024
+    programs_per_row = plans.scores_programs
+    assert plans.scores_tile(8) == 512 and plans.scores_tile(1) == 4096 and plans.scores_tile(3) == 1024
     assert programs_per_row(640, 32768, 8, 132, None) == 64
     assert programs_per_row(1, 32768, 8, 132, 32) == 64  # few rows: every tile its own program
     assert programs_per_row(640, 32768, 8, 132, 32) == 7
@@ -210,7 +211,7 @@ def test_programs_per_row_rule():
 def test_scores_grid_rule():
     """The unfused scores grid's multiple of the SM count by rows (132 SMs): 32, then 12 from SM/5 rows, 16 from SM/3
     rows to 3 x SM, 32 beyond; without the dependent launch always 32."""
-    from dsa_lab.dispatch import _scores_mult
+    _scores_mult = plans._scores_mult
 
     assert [_scores_mult(r, 132, True) for r in (1, 26, 27, 43, 44, 396, 397, 640)] == [32, 32, 12, 12, 16, 16, 32, 32]
     assert {_scores_mult(r, 132, False) for r in (1, 32, 100, 640)} == {32}
@@ -230,7 +231,7 @@ def test_zero_flags_by_the_scores_launch(fresh_seed):
         for offset in (0, 1):
             buf = torch.full((rows * (nb + 1) + offset,), 0xAB, dtype=torch.uint8)
             fl = buf[offset:].view(rows, nb + 1)
-            got = launch(x, e, None, bs, 1, programs=q, zero_flags=fl)
+            got = scores_launch(x, e, None, bs, 1, programs=q, zero_flags=fl)
             assert same_bits(got, want) and int(fl.count_nonzero()) == 0, f"programs={q} offset={offset}"
             assert offset == 0 or int(buf[0]) == 0xAB
 
@@ -260,12 +261,12 @@ def test_stage_a_keys_by_the_scores_launch(sg, q, sg_min, fresh_seed):
     wrow = -(-nb // sg) + 5  # the select's workspace has more slots per row than super groups
     poison = 0x5A5A5A5A5A5A5A5A
     ws = torch.full((rows * wrow,), poison, dtype=torch.int64)
-    ntiles = sk.tiles(nb, bs)
+    ntiles = plans.scores_tiles(nb, bs)
     if q is not None and q < ntiles:
         with pytest.raises(ValueError, match="one program per tile"):
-            launch(x, e, s, bs, rr, fill_dead=False, programs=q, stage_a=(ws, wrow, sg, sg_min))
+            scores_launch(x, e, s, bs, rr, fill_dead=False, programs=q, stage_a=(ws, wrow, sg, sg_min))
         q = ntiles + q
-    got = launch(x, e, s, bs, rr, fill_dead=False, programs=q, stage_a=(ws, wrow, sg, sg_min))
+    got = scores_launch(x, e, s, bs, rr, fill_dead=False, programs=q, stage_a=(ws, wrow, sg, sg_min))
     sc = block_scores_torch(x, e, s, bs, rr)
     want = torch.full_like(ws, poison)
     for r in range(rows):

@@ -1,4 +1,4 @@
-"""The bisect select (dsa_lab.kernels.bisect, through dsa_lab.dispatch) against the exact reference: outputs
+"""The bisect select (dsa_lab.kernels.bisect, planned by dsa_lab.plans) against the exact reference: outputs
 poisoned, every slot compared as sets, at k in {257, 512, 1000, 2048} on rows that reach each register tile (live
 lengths up to 2048, 8192 and 32768 columns), each exit of the search (every candidate taken, a midpoint with exactly
 k at or above it, the k-th word found with ties split by column order), each way the middle ends (gathered and
@@ -10,10 +10,12 @@ import torch
 import triton
 import triton.language as tl
 
-from _select_helpers import assert_same_sets, poisoned
+from _select_helpers import assert_same_sets, blocks_triton, poisoned, topk_triton
 
 import dsa_lab
-from dsa_lab import dispatch
+from dsa_lab import plans
+from dsa_lab._impl import facts_for
+from dsa_lab.launch import select as launch
 from dsa_lab.bench.shapes import DISTS, SPECIAL_DISTS, fill
 from dsa_lab.flags import candidate_flags_torch
 from dsa_lab.keys import ordered_hi
@@ -26,7 +28,7 @@ KS = (257, 512, 1000, 2048)
 
 def bisect(x, k, lens, rr=1):
     out = poisoned(x.shape[0], k, x.device.type)
-    return dispatch.topk_select_triton(x, k, lens, rr, out, over={"algo": "bisect"})
+    return topk_triton(x, k, lens, rr, out, **{"algo": "bisect"})
 
 
 def _ragged(rows, n, gen, zero=True):
@@ -127,7 +129,7 @@ def test_bisect_top_heavy(k, fresh_seed):
     assert_same_sets(bisect(x, k, lens), topk_select_reference(x, k, lens, 1), f"k={k} seed={fresh_seed}")
 
 
-@pytest.mark.parametrize("cap", [256, bk.MID_CAP])
+@pytest.mark.parametrize("cap", [256, plans.BISECT_MID_CAP])
 def test_bisect_heavy_tail(cap, fresh_seed):
     """A tenth of each row in a narrow bump above the bulk (a finite upper tail heavier than the sampled law's, with
     +inf / NaN on top in some rows, k - 1 of them in one): the upper probe counts k or more, the probes are tried
@@ -145,7 +147,7 @@ def test_bisect_heavy_tail(cap, fresh_seed):
     lens[4] = 5000
     x = _garbage(x, lens)
     out = poisoned(rows, k, "cpu")
-    bk.launch(x, lens, None, out, None, n, n, k, 1, blocks=False, bs=1, mid_cap=cap)
+    launch.bisect(x, lens, None, out, None, n, n, k, 1, plans.bisect(facts_for(x), mid_cap=cap), block_scores=False)
     assert_same_sets(out, topk_select_reference(x, k, lens, 1), f"cap={cap} seed={fresh_seed}")
 
 
@@ -280,7 +282,7 @@ def test_bisect_middle(dist, cap, fresh_seed):
         x = fill(dist, rows, n, gen=gen)
         lens = _ragged(rows, n, gen)
         out = poisoned(rows, k, "cpu")
-        bk.launch(x, lens, None, out, None, n, n, k, 1, blocks=False, bs=1, mid_cap=cap)
+        launch.bisect(x, lens, None, out, None, n, n, k, 1, plans.bisect(facts_for(x), mid_cap=cap), block_scores=False)
         assert_same_sets(out, topk_select_reference(x, k, lens, 1), f"{dist} cap={cap} n={n} seed={fresh_seed}")
 
 
@@ -317,8 +319,8 @@ def test_bisect_candidate_blocks(dist, fresh_seed):
     starts = torch.tensor([10, 600], dtype=torch.int32)
     for k in (257, 2048):
         fl = torch.full((4, 3751), 0xAB, dtype=torch.uint8)
-        got, flags = dispatch.select_candidate_blocks_triton(lg, ends, k, starts, 8, 2, poisoned(4, k, "cpu"),
-                                                             with_flags=True, flags_out=fl, over={"algo": "bisect"})
+        got, flags = blocks_triton(lg, ends, k, starts, 8, 2, poisoned(4, k, "cpu"),
+                                                             with_flags=True, flags_out=fl, **{"algo": "bisect"})
         ref = dsa_lab.select_candidate_blocks(lg, ends, k, row_starts=starts, block_size=8, row_repeat=2,
                                               impl="reference")
         assert_same_sets(got, ref, f"{dist} k={k} seed={fresh_seed}")
@@ -326,15 +328,15 @@ def test_bisect_candidate_blocks(dist, fresh_seed):
 
 
 def test_bisect_rule_and_width_limit():
-    """The dispatch takes the bisect select for k > 256 on rows of at most 32768 columns from SM/6 rows, and from one
+    """The rules take the bisect select for k > 256 on rows of at most 32768 columns from SM/6 rows, and from one
     row on rows of 2048-8192 columns; wider rows keep the radix select, and forcing the bisect select on them is
     refused by name."""
-    assert dispatch.select_algo(22, 32768, 2048, 132) == "bisect" == dispatch.select_algo(640, 32768, 257, 132)
-    assert dispatch.select_algo(21, 32768, 2048, 132) == "radix" and dispatch.select_algo(640, 32769, 2048, 132) == "radix"
-    assert dispatch.select_algo(1, 8192, 2048, 132) == "bisect" == dispatch.select_algo(1, 2048, 512, 132)
-    assert dispatch.select_algo(1, 2047, 512, 132) == "radix" == dispatch.select_algo(1, 8193, 512, 132)
-    assert dispatch.select_algo(640, 32768, 256, 132) == "hier"
-    x = torch.zeros((1, bk.MAX_COLS + 1))
+    assert plans.select_algo(22, 32768, 2048, 132) == "bisect" == plans.select_algo(640, 32768, 257, 132)
+    assert plans.select_algo(21, 32768, 2048, 132) == "radix" and plans.select_algo(640, 32769, 2048, 132) == "radix"
+    assert plans.select_algo(1, 8192, 2048, 132) == "bisect" == plans.select_algo(1, 2048, 512, 132)
+    assert plans.select_algo(1, 2047, 512, 132) == "radix" == plans.select_algo(1, 8193, 512, 132)
+    assert plans.select_algo(640, 32768, 256, 132) == "hier"
+    x = torch.zeros((1, plans.BISECT_MAX_COLS + 1))
     with pytest.raises(ValueError, match="at most 32768 columns"):
         bisect(x, 300, None)
 

@@ -1,16 +1,16 @@
 """Property-based tests (hypothesis) of the Triton selection arms under the interpreter: random small
 shapes, lengths, k, row_repeat, value pools heavy in ties/NaN/±inf/signed zeros, and random test hooks
-(dsa_lab.dispatch's ``over``) so every kernel path is drawn.  Property: the selected set equals the exact
+(:func:`dsa_lab.plans.select`'s forced choices) so every kernel path is drawn.  Property: the selected set equals the exact
 reference's, every slot written."""
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st_
 
-from dsa_lab import dispatch
+from dsa_lab import plans
 from dsa_lab.scores import block_scores_torch
 from dsa_lab.select import topk_select_reference
 
-from _select_helpers import assert_same_sets, poisoned
+from _select_helpers import assert_same_sets, blocks_triton, poisoned, topk_triton
 
 POOL = [float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1.0, -1.0, 2.0, 1e-45, -3.5]
 CONFIGS = [
@@ -55,7 +55,7 @@ def test_topk_select_property(case):
     x = _values(mode, rows, n, seed)
     L = torch.tensor(lengths, dtype=torch.int64)
     out = poisoned(rows, k, "cpu")
-    dispatch.topk_select_triton(x, k, L, rr, out, over=cfg)
+    topk_triton(x, k, L, rr, out, **(cfg or {}))
     assert_same_sets(out, topk_select_reference(x, k, L, rr), f"case={case}")
 
 
@@ -72,7 +72,7 @@ def test_candidate_blocks_property(width, bs, k, rr, seed, cfg, fused, with_star
     starts = (torch.rand(2, generator=gen) * ends.clamp(max=width)).to(torch.int64) if with_starts else None
     ref = topk_select_reference(block_scores_torch(x, ends, starts, bs, rr), k)
     out = poisoned(rows, k, "cpu")
-    if fused and not dispatch.fusable(k, bs):
+    if fused and not plans.fusable(k, bs):
         fused = False
-    dispatch.select_candidate_blocks_triton(x, ends, k, starts, bs, rr, out, fused=fused, over=cfg)
+    blocks_triton(x, ends, k, starts, bs, rr, out, fused=fused, **(cfg or {}))
     assert_same_sets(out, ref, f"w={width} bs={bs} k={k} rr={rr} seed={seed} cfg={cfg} fused={fused} starts={starts}")

@@ -1,4 +1,4 @@
-"""The radix select (dsa_lab.kernels.radix, through dsa_lab.dispatch) against the exact reference: the same
+"""The radix select (dsa_lab.kernels.radix, planned by dsa_lab.plans) against the exact reference: the same
 poisoned outputs and set comparison as the hier kernel, on the shapes that reach each of its exits (every candidate
 taken up front, early exit on a whole bin, all four digits with column-order ties), in its two forms: one program
 per row, and every digit pass split over P programs (five launches; rows of at most ``short`` live columns whole in
@@ -6,12 +6,11 @@ one program)."""
 import pytest
 import torch
 
-from _select_helpers import assert_same_sets, poisoned
+from _select_helpers import assert_same_sets, blocks_triton, poisoned, topk_triton
 
 import dsa_lab
-from dsa_lab import dispatch
+from dsa_lab import plans
 from dsa_lab.bench.shapes import fill
-from dsa_lab.kernels import radix as rk
 from dsa_lab.select import topk_select_reference
 
 INF, NAN = float("inf"), float("nan")
@@ -39,7 +38,7 @@ FORMS = {"one": {"programs": 1}, "parallel": {"programs": 3, "short": 0}, "paral
 
 def radix(x, k, lens, rr, form):
     out = poisoned(x.shape[0], k, x.device.type)
-    return dispatch.topk_select_triton(x, k, lens, rr, out, over={"algo": "radix", **FORMS[form]})
+    return topk_triton(x, k, lens, rr, out, **{"algo": "radix", **FORMS[form]})
 
 
 def _lengths(kind, groups, n, gen):
@@ -88,7 +87,7 @@ def test_radix_parallel_programs(P, dist, k, fresh_seed):
         lens = torch.tensor([3000, 1700, 0, 257], dtype=torch.int32)
         x = torch.where(torch.arange(3000)[None, :] >= lens[:, None], torch.full_like(x, NAN), x)
         out = poisoned(4, k, "cpu")
-        dispatch.topk_select_triton(x, k, lens, 1, out, over={"algo": "radix", "programs": P, "short": 0})
+        topk_triton(x, k, lens, 1, out, **{"algo": "radix", "programs": P, "short": 0})
         assert_same_sets(out, topk_select_reference(x, k, lens, 1), f"P={P} rep={rep} seed={fresh_seed}")
 
 
@@ -103,8 +102,8 @@ def test_radix_candidate_blocks(fresh_seed):
     starts = torch.tensor([10, 600], dtype=torch.int32)
     for k, over in ((64, {"algo": "radix", "programs": 1}), (300, {"algo": "radix", "programs": 2, "short": 0})):
         fl = torch.full((4, 3751), 0xAB, dtype=torch.uint8)
-        got, flags = dispatch.select_candidate_blocks_triton(lg, ends, k, starts, 8, 2, poisoned(4, k, "cpu"),
-                                                             with_flags=True, flags_out=fl, over=over)
+        got, flags = blocks_triton(lg, ends, k, starts, 8, 2, poisoned(4, k, "cpu"),
+                                                             with_flags=True, flags_out=fl, **over)
         ref = dsa_lab.select_candidate_blocks(lg, ends, k, row_starts=starts, block_size=8, row_repeat=2,
                                               impl="reference")
         assert_same_sets(got, ref, f"k={k} seed={fresh_seed}")
@@ -122,15 +121,15 @@ def test_radix_ties_take_the_smaller_columns(form):
     assert radix(torch.full((1, 3), -INF), 4, None, 1, form)[0].tolist() == [-1, -1, -1, -1]
 
 
-def test_dispatch_takes_radix_for_large_k(fresh_seed):
+def test_rules_take_radix_for_large_k(fresh_seed):
     """``impl="triton"`` takes the radix select from k = 513 on, and for k = 257-512 when the call gives several radix
     programs per row (fewer rows than SMs: 4 under the interpreter); the parallel form only then.  From SM/6 rows of
     at most 32768 columns the bisect select takes k > 256 instead (``tests/test_select_bisect.py``)."""
-    assert dispatch.select_algo(1, 32768, 2048, 132) == "radix" and dispatch.select_algo(640, 65536, 2048, 132) == "radix"
-    assert dispatch.select_algo(1, 32768, 512, 132) == "radix" and dispatch.select_algo(640, 65536, 512, 132) == "hier"
-    assert dispatch.select_algo(1, 32768, 256, 132) == "hier" and dispatch.select_algo(1, 500, 512, 132) == "hier"
-    assert dispatch.split_programs(1, 32768, 132) == rk.MAXP == 32 and dispatch.split_programs(640, 32768, 132) == 1
-    assert dispatch.split_programs(160, 32768, 132) == 4 and dispatch.split_programs(265, 32768, 132) == 1
+    assert plans.select_algo(1, 32768, 2048, 132) == "radix" and plans.select_algo(640, 65536, 2048, 132) == "radix"
+    assert plans.select_algo(1, 32768, 512, 132) == "radix" and plans.select_algo(640, 65536, 512, 132) == "hier"
+    assert plans.select_algo(1, 32768, 256, 132) == "hier" and plans.select_algo(1, 500, 512, 132) == "hier"
+    assert plans.radix_programs(1, 32768, 132) == plans.RADIX_MAXP == 32 and plans.radix_programs(640, 32768, 132) == 1
+    assert plans.radix_programs(160, 32768, 132) == 4 and plans.radix_programs(265, 32768, 132) == 1
     gen = torch.Generator().manual_seed(fresh_seed)
     x = fill("few_values", 3, 5000, gen=gen)
     lens = torch.tensor([5000, 300, 0], dtype=torch.int32)

@@ -1,7 +1,7 @@
-"""The hier select (dsa_lab.kernels.hier, through dsa_lab.dispatch) against the exact reference.
+"""The hier select (dsa_lab.kernels.hier, planned by dsa_lab.plans) against the exact reference.
 
-CPU lane: the Triton interpreter at small sizes.  The dispatch's test hooks (``over``: smaller groups, a smaller
-direct tile, forced programs per row, the pairing threshold, the stage-A forms) reach every path of the kernel at
+CPU lane: the Triton interpreter at small sizes.  Forced plan choices (:func:`dsa_lab.plans.select`'s keywords: smaller groups, a
+smaller direct tile, forced programs per row, the pairing threshold, the stage-A forms) reach every path of the kernel at
 these sizes: the direct top-k, the narrow / short / wide chains, the main chain with one and several programs per
 row (the last-arriver merge), stage B's fold over wide rows, the register radix stages (KP 512).  Every output is
 poisoned first and every slot compared (rows as sets); the first mismatching row and slot are named.
@@ -11,12 +11,13 @@ import pytest
 import torch
 
 import dsa_lab
-from dsa_lab import dispatch
+from dsa_lab import plans
+from dsa_lab.launch import select as launch
 from dsa_lab.flags import candidate_flags_torch
 from dsa_lab.scores import block_scores_torch
 from dsa_lab.select import topk_select_reference
 
-from _select_helpers import POISON, assert_same_sets, poisoned
+from _select_helpers import POISON, assert_same_sets, blocks_triton, poisoned, topk_triton
 
 INF, NAN = float("inf"), float("nan")
 
@@ -61,7 +62,7 @@ def test_paths_match_reference(path, over, n, kind, fresh_seed):
     lengths = torch.tensor([n, 0, int(torch.randint(1, n, (1,), generator=gen))])
     x[2, int(lengths[2]):] = NAN  # garbage past the end must be ignored
     out = poisoned(rows, k, "cpu")
-    dispatch.topk_select_triton(x, k, lengths, 1, out, over=over)
+    topk_triton(x, k, lengths, 1, out, **over)
     assert_same_sets(out, topk_select_reference(x, k, lengths, 1), f"{path}/{kind} seed={fresh_seed}")
 
 
@@ -74,7 +75,7 @@ def test_k_values_incl_k_above_live_and_width(k, fresh_seed):
     x = torch.randn(rows, n, generator=gen)
     lengths = torch.tensor([n, 37])
     out = poisoned(rows, k, "cpu")
-    dispatch.topk_select_triton(x, k, lengths, 1, out, over={"direct": 2, "group": 2, "programs": 3})
+    topk_triton(x, k, lengths, 1, out, **{"direct": 2, "group": 2, "programs": 3})
     assert_same_sets(out, topk_select_reference(x, k, lengths, 1), f"k={k} seed={fresh_seed}")
     assert (out[1] == -1).sum() == max(0, k - 37)
 
@@ -92,7 +93,7 @@ def test_wide_rows_and_radix_stages(over, n, k, fresh_seed):
     x = pool[torch.randint(0, len(pool), (2, n), generator=gen)]
     lengths = torch.tensor([n, n * 2 // 3])
     out = poisoned(2, k, "cpu")
-    dispatch.topk_select_triton(x, k, lengths, 1, out, over=over)
+    topk_triton(x, k, lengths, 1, out, **over)
     assert_same_sets(out, topk_select_reference(x, k, lengths, 1), f"{over} seed={fresh_seed}")
 
 
@@ -114,9 +115,9 @@ def test_counters_reset_after_merge():
     x = torch.randn(2, 600)
     for _ in range(2):  # a second call must see zeroed counters
         out = poisoned(2, 8, "cpu")
-        dispatch.topk_select_triton(x, 8, None, 1, out, over={"direct": 64, "group": 2, "programs": 4})
+        topk_triton(x, 8, None, 1, out, **{"direct": 64, "group": 2, "programs": 4})
         assert_same_sets(out, topk_select_reference(x, 8), "repeat call")
-    assert int(dispatch.counters(x.device, 2)[:2].abs().sum()) == 0
+    assert int(launch.counters(x.device, 2)[:2].abs().sum()) == 0
 
 
 def test_width_zero_and_no_rows():
@@ -162,8 +163,8 @@ def test_candidate_blocks_with_flags(path, over, width, fused, k, fresh_seed):
     x, ends, starts, bs, rr = _block_case(width, gen)
     ref = topk_select_reference(block_scores_torch(x, ends, starts, bs, rr), k)
     fl = torch.full((6, -(-width // bs) + 1), 0xAB, dtype=torch.uint8)
-    ids, got = dispatch.select_candidate_blocks_triton(x, ends, k, starts, bs, rr, poisoned(6, k, "cpu"),
-                                                       fused=fused, with_flags=True, flags_out=fl, over=over)
+    ids, got = blocks_triton(x, ends, k, starts, bs, rr, poisoned(6, k, "cpu"),
+                                                       fused=fused, with_flags=True, flags_out=fl, **over)
     assert_same_sets(ids, ref, f"{path} fused={fused} k={k} seed={fresh_seed}")
     bad = (got != candidate_flags_torch(ref, width, starts, bs, rr)).nonzero()
     assert got is fl and not len(bad), f"{path} fused={fused} k={k}: first bad (row, slot) {bad[:3].tolist()}"
@@ -176,8 +177,8 @@ def test_candidate_blocks_without_flags_and_ends_only(fresh_seed):
     ref = topk_select_reference(block_scores_torch(x, ends, None, 8, 1), 24)
     for fused in (False, True):
         out = poisoned(3, 24, "cpu")
-        dispatch.select_candidate_blocks_triton(x, ends, 24, None, 8, 1, out, fused=fused,
-                                                over={"direct": 16, "group": 2, "programs": 3})
+        blocks_triton(x, ends, 24, None, 8, 1, out, fused=fused,
+                                                **{"direct": 16, "group": 2, "programs": 3})
         assert_same_sets(out, ref, f"fused={fused} seed={fresh_seed}")
 
 
@@ -192,9 +193,9 @@ def test_fused_whole_tiles_and_the_newest_block(fresh_seed):
     ends = torch.tensor([4096, 8192, 5000, 3000])
     ref = topk_select_reference(block_scores_torch(x, ends, None, bs, 1), k)
     fl = torch.full((rows, width // bs + 1), 0xAB, dtype=torch.uint8)
-    ids, got = dispatch.select_candidate_blocks_triton(x, ends, k, None, bs, 1, poisoned(rows, k, "cpu"), fused=True,
+    ids, got = blocks_triton(x, ends, k, None, bs, 1, poisoned(rows, k, "cpu"), fused=True,
                                                        with_flags=True, flags_out=fl,
-                                                       over={"direct": 16, "group": 2, "programs": 2})
+                                                       **{"direct": 16, "group": 2, "programs": 2})
     assert_same_sets(ids, ref, f"seed={fresh_seed}")
     newest = ((ends - 1) // bs).tolist()
     for r in range(rows):
@@ -211,7 +212,7 @@ def test_candidate_blocks_fused_flags_by_the_flags_kernel_at_many_rows(fresh_see
     ref = topk_select_reference(block_scores_torch(x, ends, starts, bs, rr), k)
     flags = torch.full((rows, -(-width // bs) + 1), 0xAB, dtype=torch.uint8)
     out = poisoned(rows, k, "cpu")
-    _, fl = dispatch.select_candidate_blocks_triton(x, ends, k, starts, bs, rr, out, fused=True, with_flags=True,
+    _, fl = blocks_triton(x, ends, k, starts, bs, rr, out, fused=True, with_flags=True,
                                                     flags_out=flags)
     assert_same_sets(out, ref, f"seed={fresh_seed}")
     assert torch.equal(fl, candidate_flags_torch(ref, width, starts, bs, rr))
@@ -229,8 +230,8 @@ def test_candidate_blocks_flags_out_misaligned(fused, fresh_seed):
     buf = torch.full((rows * (nb + 1) + 1,), 0xAB, dtype=torch.uint8)
     fl = buf[1:].view(rows, nb + 1)
     ref = topk_select_reference(block_scores_torch(x, ends, None, bs, 1), k)
-    ids, got = dispatch.select_candidate_blocks_triton(x, ends, k, None, bs, 1, poisoned(rows, k, "cpu"), fused=fused,
-                                                       with_flags=True, flags_out=fl, over={"direct": 16, "group": 2})
+    ids, got = blocks_triton(x, ends, k, None, bs, 1, poisoned(rows, k, "cpu"), fused=fused,
+                                                       with_flags=True, flags_out=fl, **{"direct": 16, "group": 2})
     assert_same_sets(ids, ref, f"fused={fused} seed={fresh_seed}")
     assert torch.equal(got, candidate_flags_torch(ref, width, None, bs, 1)) and int(buf[0]) == 0xAB
 
@@ -242,10 +243,10 @@ def test_candidate_blocks_block_sizes(bs, fresh_seed):
     x = torch.randn(rows, width, generator=gen)
     ends = torch.tensor([640, 0])  # a zero-length row: all -1
     ref = topk_select_reference(block_scores_torch(x, ends, None, bs, 1), k)
-    for fused in ((True, False) if dispatch.fusable(k, bs) else (False,)):
+    for fused in ((True, False) if plans.fusable(k, bs) else (False,)):
         out = poisoned(rows, k, "cpu")
-        dispatch.select_candidate_blocks_triton(x, ends, k, None, bs, 1, out, fused=fused,
-                                                over={"direct": 16, "group": 2})
+        blocks_triton(x, ends, k, None, bs, 1, out, fused=fused,
+                                                **{"direct": 16, "group": 2})
         assert_same_sets(out, ref, f"bs={bs} fused={fused}")
         assert (out[1] == -1).all()
 
@@ -264,8 +265,8 @@ def test_candidate_blocks_public_impls(fresh_seed):
             assert_same_sets(ids, ref, f"impl={impl} seed={fresh_seed}")
         assert torch.equal(fl, dsa_lab.candidate_flags(ids, 2000, block_size=8, impl="torch")), impl
         assert fl[2].sum() == 0
-    assert dispatch.fusable(64, 8) and dispatch.fusable(256, 8) and not dispatch.fusable(257, 8)
-    assert not dispatch.fusable(10, 64)
+    assert plans.fusable(64, 8) and plans.fusable(256, 8) and not plans.fusable(257, 8)
+    assert not plans.fusable(10, 64)
     with pytest.raises(ValueError, match="topk_blocks=2048"):
         dsa_lab.select_candidate_blocks(x, ends, 2048, block_size=8, impl="triton_fused")
     with pytest.raises(TypeError, match="with_flags"):
@@ -280,8 +281,8 @@ def test_candidate_blocks_garbage_past_end_ignored():
     ref = topk_select_reference(block_scores_torch(x, ends, None, 8, 1), 8)
     for fused in (True, False):
         out = poisoned(2, 8, "cpu")
-        dispatch.select_candidate_blocks_triton(x, ends, 8, None, 8, 1, out, fused=fused,
-                                                over={"direct": 2, "group": 2, "programs": 2})
+        blocks_triton(x, ends, 8, None, 8, 1, out, fused=fused,
+                                                **{"direct": 2, "group": 2, "programs": 2})
         assert_same_sets(out, ref, f"fused={fused}")
 
 
@@ -291,21 +292,22 @@ WS_POISON = -0x5A5A5A5A5A5A5A5A
 def test_stage_a_keys_from_the_scores_launch_are_the_ones_read(monkeypatch, fresh_seed):
     """With stage A in the scores launch (``a_done``) the select reads keys only that launch wrote: the workspace is
     poisoned with keys that would outrank every real one, so a main-chain row whose keys the launch skipped or
-    misplaced selects the wrong super groups.  Rows on both sides of :func:`dispatch.main_chain_min`."""
+    misplaced selects the wrong super groups.  Rows on both sides of :func:`dsa_lab.plans.main_chain_min`."""
     from dsa_lab.keys import pack_keys
 
     poison = int(pack_keys(torch.tensor([NAN]), torch.tensor([0]))[0])  # NaN at column 0: the top key
-    monkeypatch.setattr(dispatch, "_workspace", lambda n, dev: torch.full((n,), poison, dtype=torch.int64, device=dev))
+    monkeypatch.setattr(launch, "_workspace", lambda plan, rows, dev: torch.full((rows * plan.wrow,), poison,
+                                                                                dtype=torch.int64, device=dev))
     gen = torch.Generator().manual_seed(fresh_seed)
     over = {"direct": 16, "group": 4, "a_done": True}
-    pl = dispatch.plan_hier(1, {"sm_count": 4, "name": "triton-interpreter"}, block_size=8, group=4, direct=16)
-    m = dispatch.main_chain_min(pl)
+    pl = plans.hier(1, {"sm_count": 4, "name": "triton-interpreter"}, block_size=8, group=4, direct=16)
+    m = plans.main_chain_min(pl)
     lens = [m - 1, m, m + 1, 3 * m, 3, 2 * m, 17, m + 9]  # extents in blocks around the bound
     x = torch.randn(8, 8 * 3 * m, generator=gen)
     ends = torch.tensor([8 * n for n in lens])
     ref = topk_select_reference(block_scores_torch(x, ends, None, 8, 1), 1)
     out = poisoned(8, 1, "cpu")
-    dispatch.select_candidate_blocks_triton(x, ends, 1, None, 8, 1, out, over=over)
+    blocks_triton(x, ends, 1, None, 8, 1, out, **over)
     assert_same_sets(out, ref, f"seed={fresh_seed}")
 
 

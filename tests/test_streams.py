@@ -1,8 +1,9 @@
 """Calls on several streams, threads and graphs at once: each must return what the same call returns alone.
 
 The GPU tests run every select path on 4 streams released together (40 calls each), on 2 Python threads with a
-stream each, and as 4 graphs replayed at once (:mod:`dsa_lab.bench.streams`).  The CPU tests check the scratch
-table's rules (a buffer per stream, per capture, bounded) and the harness's cases at interpreter sizes.
+stream each, and as 4 graphs replayed at once (:mod:`dsa_lab.bench.streams`).  The CPU tests check the kept
+buffers' rules (:mod:`dsa_lab.launch.scratch`: one per stream, per capture, bounded; taken before a call's first
+launch) and the harness's cases at interpreter sizes.
 """
 import os
 
@@ -10,8 +11,11 @@ import pytest
 import torch
 
 import dsa_lab
-from dsa_lab import _scratch
+from dsa_lab.launch import scratch as _scratch
+from dsa_lab.launch import select as launch
 from dsa_lab.bench import streams
+
+from _select_helpers import topk_triton
 
 SEED = int.from_bytes(os.urandom(3), "little")
 GPU_CASES = [c.name for c in streams.cases("gpu")]
@@ -101,28 +105,24 @@ def test_stream_cases_are_deterministic(case):
 def test_kept_buffer_taken_before_the_first_launch(monkeypatch, k, width, kept, select):
     """In a capture the kept buffer's zeroing is a graph node: it must precede the scores launch, not sit between it
     and the select launched as its programmatic dependent."""
-    from dsa_lab import dispatch
-
     order = []
     monkeypatch.setattr(_scratch, "zeroed", lambda name, dev, n, capturing=False: order.append(name) or torch.zeros(
         n, dtype=torch.int32))
-    for mod in (dispatch._scores, dispatch._hier, dispatch._radix, dispatch._bisect):
-        monkeypatch.setattr(mod, "launch", lambda *a, _n=mod.__name__.split(".")[-1], **kw: order.append(_n))
+    for name in ("hier", "bisect", "radix", "block_scores_into"):
+        monkeypatch.setattr(launch, name, lambda *a, _n=name, **kw: order.append(_n))
     x = torch.empty(2, width)
-    dispatch.select_candidate_blocks_triton(x, torch.tensor([width, 100], dtype=torch.int32), k, block_size=1)
-    assert order == ([kept] if kept else []) + ["scores", select], order
+    launch.candidate_blocks(x, torch.tensor([width, 100], dtype=torch.int32), k, block_size=1)
+    assert order == ([kept] if kept else []) + ["block_scores_into", select], order
 
 
 def test_radix_totals_between_calls():
     """Two parallel radix calls on one stream share its totals: both exact; after a call only slot 3 of a row may
     hold counts (the next call's first launch zeroes it before its fourth digit adds there)."""
-    from dsa_lab import dispatch
-
     for rows, n in ((3, 2000), (2, 1500)):
         x = torch.randn(rows, n)
         lengths = torch.randint(n // 2, n + 1, (rows,), dtype=torch.int32)
         lengths[0] = 7
-        ids = dispatch.topk_select_triton(x, 40, lengths, 1, over={"algo": "radix", "programs": 2, "short": 0})
+        ids = topk_triton(x, 40, lengths, 1, algo="radix", programs=2, short=0)
         assert streams._same(ids, dsa_lab.topk_select(x, 40, lengths=lengths, impl="reference"))
-        tot = dispatch.totals(x.device, rows)[: rows * 1024].view(rows, 4, 256)
+        tot = launch.totals(x.device, rows)[: rows * 1024].view(rows, 4, 256)
         assert int(tot[:, :3].abs().sum()) == 0

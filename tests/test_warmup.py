@@ -1,4 +1,4 @@
-"""Compiled variants, counted from the dispatch itself (dsa_lab.warmup records the launches a call makes, on meta
+"""Compiled variants, counted from the launchers themselves (dsa_lab.warmup records the launches a call makes, on meta
 tensors: no GPU).  Bounds: the decode grid (rows 1-640, contexts, k in {64, 512, 2048}, select and full stage, the
 default arm) needs at most 30 compiled variants and 5 of the hier kernel; at fixed rows and k, any width from 1 to
 262144 compiles at most 2 variants of each kernel; every decode variant is in the warmup's list."""
@@ -32,7 +32,7 @@ def test_decode_grid_variant_bounds(decode):
 def test_rows_never_select_a_hier_variant_of_the_default_arm(decode):
     """Row counts 1-640 at one k and stage share their hier kernel: the hier variants are one per (k bucket, stage)."""
     hier = [k for k in decode if _kernel(k) == "_hier_kernel"]
-    buckets = collections.Counter((k.split("KP=")[1].split()[0], "BLOCKS=1" in k) for k in hier)
+    buckets = collections.Counter((k.split("KP=")[1].split()[0], "BLOCK_SCORES=1" in k) for k in hier)
     assert all(n == 1 for n in buckets.values()), buckets
 
 
@@ -87,7 +87,7 @@ def test_record_names_what_the_call_launches():
     full = warmup.record(warmup.Call("full", 8, 262144, 64), H200)
     assert [warmup.parts(x)[0] for x in full] == ["_block_scores_kernel", "_hier_kernel"]
     name, sig, cx, opts = warmup.parts(full[1])
-    assert cx["KP"] == 64 and cx["BLOCKS"] and cx["FLAGS"] and opts["launch_pdl"] and sig["src_ptr"] == "*fp32"
+    assert cx["KP"] == 64 and cx["BLOCK_SCORES"] and cx["FLAGS"] and opts["launch_pdl"] and sig["src_ptr"] == "*fp32"
     # stage A in the scores launch (at most SM/4 rows): one program per tile of the row (no loop); beyond, the grid
     # of the SM-count rule (12 x SM programs at 40 rows), the keys' slot unused
     for rows, grid, sg in ((32, (32, 64), 64), (33, (33, 64), 64), (40, (40, 40), 0)):
@@ -152,7 +152,7 @@ def test_first_call_paths_cover_every_public_path(monkeypatch):
 
 
 def test_verify_calls_reach_the_correctness_runs_variants():
-    """The correctness run's calls pass their block size, row starts and row repeat to the dispatch, so ``dsa-lab
+    """The correctness run's calls pass their block size, row starts and row repeat to the launchers, so ``dsa-lab
     warmup --verify`` compiles what ``dsa-lab verify`` will launch (block sizes 1 / 16 / 64, starts, k = 512 ...)."""
     got = warmup.variants([warmup.Call("full", 8, 16384, 64, block_size=1, starts=True)], H200)
     scores = [k for k in got if _kernel(k) == "_block_scores_kernel"]
@@ -173,7 +173,7 @@ def test_warmup_verify_lists_every_variant_the_correctness_run_launches(monkeypa
     from dsa_lab import _checks, _impl
     from dsa_lab.bench import verify
     from dsa_lab.bench.shapes import MATRIX
-    from dsa_lab.kernels import recording
+    from dsa_lab.launch import recording
 
     listed = set(warmup.variants(list(dict.fromkeys(warmup.warm_calls(fused=True) + warmup.verify_calls())), H200))
     monkeypatch.setattr(_impl, "facts_for", lambda t: H200)

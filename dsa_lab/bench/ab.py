@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import csv
 import importlib
-import os
 import statistics
 import sys
 import time
@@ -29,21 +28,10 @@ import time
 import torch
 
 from . import data, timing
+from .trees import package
 from .sweep import BLOCK_SIZE, Point, full_stage_inputs, make_values, select_stage_inputs
 
 COLUMNS = ["stage", "k", "rows", "width", "dist", "arm", "median_us", "p10_us", "p90_us", "ratio_vs_first", "bad"]
-
-
-def package(arm: str, folder: str | None):
-    """The package module an arm calls: this tree for ``new``, ``folder/dsa_lab_NAME`` for ``old`` / ``pkg_NAME``."""
-    if arm == "new":
-        return importlib.import_module("dsa_lab")
-    name = "old" if arm == "old" else arm[4:]
-    if folder is None:
-        raise ValueError(f"arm {arm!r} needs --old DIR (the folder holding dsa_lab_{name}/)")
-    if os.path.abspath(folder) not in sys.path:
-        sys.path.insert(0, os.path.abspath(folder))
-    return importlib.import_module(f"dsa_lab_{name}")
 
 
 def inputs(stage: str, rows: int, width: int, k: int, dist: str, seed: int, device, *, ragged: bool) -> dict:

@@ -1,4 +1,4 @@
-"""Timing, measured ceilings, a bytes model per stage, and roofline placement.
+"""Timing and the measured ceilings (stream bandwidth, launch floors, fp8 MMA rate).
 
 Timing (docs/design.md §5)
 ------------------
@@ -21,12 +21,7 @@ Ceilings (measured, never quoted): :func:`measure_ceilings` → read-only stream
 bandwidth (a sum over a multi-GB tensor, best of ``torch.sum`` and a Triton read-only
 reduction), the time of one empty Triton launch in a graph and of two.
 
-Bytes model and roofline
-------------------------
-:func:`select_bytes` / :func:`full_bytes` model (the producer's is :func:`dsa_lab.producer.producer_bytes`) the DRAM traffic of each arm of each
-stage (``docs`` in their docstrings); :func:`roofline` places a measurement:
-``floor_us = max(launch_us, bytes / stream_bandwidth)`` and
-``roofline_frac = floor_us / median_us`` (1.0 = at the roofline).
+The bytes models and the roofline placement of a measurement: :mod:`dsa_lab.bench.roofline`.
 """
 from __future__ import annotations
 
@@ -51,9 +46,6 @@ __all__ = [
     "time_wallclock",
     "time_do_bench_cudagraph",
     "measure_ceilings",
-    "select_bytes",
-    "full_bytes",
-    "roofline",
 ]
 
 INTERPRETER_LABEL = "interpreter (not a performance measurement)"
@@ -415,85 +407,3 @@ def measure_ceilings(*, stream_bytes: int | None = None, device=None) -> dict:
         "stream_method": best[0],
         "timing": method,
     }
-
-
-# ----------------------------------------------------------------------------- bytes model
-
-F32 = 4
-I32 = 4
-I64 = 8
-
-
-def _topk_out_bytes(rows: int, k: int, n: int) -> int:
-    """torch.topk outputs (fp32 values + int64 indices) and the store pass (reads both, writes int32)."""
-    kk = min(k, n)
-    return rows * kk * (F32 + I64) + rows * kk * (F32 + I64) + rows * k * I32
-
-
-def select_bytes(arm: str, live_blocks: list[int], nblocks: int, k: int) -> int:
-    """Modelled DRAM bytes of the ``select`` stage (block scores → candidate ids) for one call.
-
-    * ``triton``: the live scores of each row read once + the ids written (``rows * k * 4``).
-    * ``torch``: ``torch.topk`` reads the whole padded width (``rows * nblocks * 4``), writes
-      values + int64 indices, and the store pass reads them and writes int32 ids.
-    * ``torch_live``: the same over the host-known live slice ``[:, :max(live)]``.
-    Lower bounds: multi-pass algorithms read more; the model counts each input once.
-    """
-    rows = len(live_blocks)
-    live = [min(max(int(x), 0), nblocks) for x in live_blocks]
-    if arm == "torch":
-        return rows * nblocks * F32 + _topk_out_bytes(rows, k, nblocks)
-    if arm == "torch_live":
-        n = max(live) if live else 0
-        return rows * n * F32 + _topk_out_bytes(rows, k, max(n, 1))
-    return sum(live) * F32 + rows * k * I32
-
-
-def full_bytes(arm: str, row_ends: list[int], width: int, block_size: int, k: int) -> int:
-    """Modelled DRAM bytes of the ``full`` stage (logits → scores → ids → flags) for one call.
-
-    Triton arms: each row's live logits read once (``sum(min(end, width)) * 4``); every arm: the
-    flags written once (``rows * (nblocks + 1)`` bytes; zeroing and setting are one pass).
-
-    * ``triton_fused``: + ids written (``rows * k * 4``); no scores tensor.
-    * ``triton`` (the default dispatch: unfused) and ``triton_unfused``: + the live block scores written and
-      read back, + ids.
-    * ``torch``: the upstream scores kernel loads the whole padded width (``rows * width * 4``, in place
-      of the live logits), writes the padded scores and ``torch.topk`` reads them
-      (``2 * rows * nblocks * 4``), + topk outputs and the store pass.
-    * ``torch_live``: the same over the host-known live slice ``[:, :max(end)]``.
-    """
-    rows = len(row_ends)
-    nb = -(-width // block_size)
-    ends = [min(max(int(e), 0), width) for e in row_ends]
-    live_blocks = [-(-e // block_size) for e in ends]
-    flags = rows * (nb + 1)
-    common = sum(ends) * F32 + flags
-    if arm == "torch":
-        return rows * width * F32 + flags + 2 * rows * nb * F32 + _topk_out_bytes(rows, k, nb)
-    if arm == "torch_live":
-        emax = max(ends) if ends else 0
-        n = -(-emax // block_size)
-        return rows * emax * F32 + flags + 2 * rows * n * F32 + _topk_out_bytes(rows, k, max(n, 1))
-    if arm in ("triton", "triton_unfused"):
-        return common + 2 * sum(live_blocks) * F32 + rows * k * I32
-    return common + rows * k * I32
-
-
-def roofline(nbytes: int, median_us: float, ceilings: dict, launches: int = 1, flops: float = 0.0) -> dict:
-    """``{"gbps", "floor_us", "roofline_frac"}`` of one measurement.
-
-    ``floor_us = max(launch floor, bytes / stream bandwidth, flops / fp8 MMA rate)`` with the launch floor the
-    measured time of one empty launch in a graph (``launches=2`` uses the two-launch time) and the MMA term only
-    where ``flops`` and ``ceilings["fp8_tflops"]`` are given; ``roofline_frac = floor_us / median_us`` (1.0 = on
-    the roofline, 0.1 = 10x above it).
-    """
-    bw = float(ceilings.get("stream_gbps") or 0.0)
-    launch = float(ceilings.get("two_launch_us" if launches >= 2 else "launch_us") or 0.0)
-    bw_us = nbytes / (bw * 1e3) if bw > 0 else 0.0
-    peak = float(ceilings.get("fp8_tflops") or 0.0)
-    mma_us = flops / (peak * 1e6) if flops and peak > 0 else 0.0
-    floor = max(launch, bw_us, mma_us)
-    gbps = nbytes / (median_us * 1e3) if median_us > 0 else float("nan")
-    frac = floor / median_us if median_us > 0 else float("nan")
-    return {"gbps": gbps, "floor_us": floor, "roofline_frac": frac}

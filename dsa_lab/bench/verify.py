@@ -18,10 +18,52 @@ import time
 import torch
 
 from .. import _impl
+from ..cases import FUZZ_MENU
+from ..paged import FP8_DTYPE, split_cache
+from ..producer import decode_row_ends, paged_mqa_logits_torch
 from ..select import select_candidate_blocks, topk_select, topk_select_reference
-from .shapes import MATRIX, SPECIAL_DISTS, DISTS, Case, make_inputs
+from .shapes import DISTS, MATRIX, SPECIAL_DISTS, Case, make_inputs
 
 POISON = -0x21524111  # 0xDEADBEEF as int32: never a valid id or -1
+
+
+def logits_error(q_fp8, kv_cache, weights, context_lens, block_table, got, ref):
+    """The producer's error: max of ``|got - ref| / M`` over every in-window entry, with the magnitude
+    ``M(r, p) = scale(p) * sum_h |w_h| * sum_d |q_hd k_d|`` (the head sum has both signs and may cancel to ~0, so
+    ``|logit|`` bounds nothing; :mod:`dsa_lab.producer` states the tolerances), and the max plain relative error
+    ``|got - ref| / |ref|`` over entries with ``|ref| >= 1e-2 * M``.
+
+    Returns ``(bounded_err, rel_err)`` as floats (0.0 when nothing is in a window).  Host-side.
+    """
+    B, N, H, D = q_fp8.shape
+    width = ref.shape[1]
+    mag = torch.zeros_like(ref)
+    absw = weights.abs().contiguous()
+    # M is the reference computation on |q|, |k|, |w| (scales are positive)
+    paged_mqa_logits_torch(
+        _abs_fp8(q_fp8), _abs_cache(kv_cache, D), absw, context_lens, block_table, mag
+    )
+    ends = decode_row_ends(context_lens, N).to(torch.int64).clamp(max=width)
+    live = torch.arange(width, device=ref.device)[None, :] < ends[:, None]
+    if not bool(live.any()):
+        return 0.0, 0.0
+    diff = (got - ref).abs()[live].double()
+    m = mag[live].double()
+    bounded = float((diff / m.clamp_min(1e-30)).max())
+    big = ref[live].abs().double() >= 1e-2 * m
+    rel = float((diff[big] / ref[live].abs().double()[big]).max()) if bool(big.any()) else 0.0
+    return bounded, rel
+
+
+def _abs_fp8(x):
+    return (x.view(torch.uint8) & 0x7F).view(FP8_DTYPE)
+
+
+def _abs_cache(kv_cache, D):
+    c = kv_cache.clone()
+    keys, _ = split_cache(c, D)
+    keys &= 0x7F  # clear the sign bit of every key byte; scales are positive already
+    return c
 
 
 def reference_ids(case: Case, inp: dict) -> torch.Tensor:
@@ -93,18 +135,18 @@ def run_case(case: Case, arms, *, seed: int, device) -> list[dict]:
 
 def arm_serves(arm: str, case) -> bool:
     """``triton_unfused`` / ``triton_fused`` are arms of the candidate-block pipeline only; the fused kernel
-    serves the shapes of :func:`dsa_lab.dispatch.fusable` (k <= 256 at block_size 8)."""
+    serves the shapes of :func:`dsa_lab.plans.fusable` (k <= 256 at block_size 8)."""
     if arm in ("triton_unfused", "triton_fused") and case.op != "blocks":
         return False
     if arm == "triton_fused":
-        from ..dispatch import fusable
+        from ..plans import fusable
 
         return fusable(case.k, case.block_size)
     return True
 
 
 def default_arms(device) -> tuple[str, ...]:
-    """``triton`` (the default dispatch: for candidate blocks the unfused composition), ``triton_fused``
+    """``triton`` (the default path: for candidate blocks the unfused composition), ``triton_fused``
     (the fused kernel, where it serves the shape) and ``torch``.  ``triton_unfused`` can be asked for by
     name (``--arms``); it runs the same code as ``triton`` on candidate blocks."""
     if not _impl.triton_usable(torch.device(device)):
@@ -136,21 +178,10 @@ def run_matrix(*, scale: str, arms, seed: int, device, names=None, progress: boo
     return results
 
 
-# Compile-relevant settings the fuzz draws from (op, width, k bucket = next_pow2(k), row_repeat, block_size).
-# The Triton kernels specialise on these, so a menu keeps a GPU fuzz from spending its time compiling; every
-# value-level input stays random: rows, per-row ends and starts, k inside its bucket, the distribution, garbage
-# past the ends.  Widths are capped by ``max_width`` (small on the CPU).
-FUZZ_MENU = (
-    ("select", 300, 8, 1, 8), ("select", 4096, 64, 1, 8), ("select", 8192, 128, 5, 8),
-    ("select", 32768, 64, 1, 8), ("select", 2048, 512, 2, 8), ("select", 32768, 2048, 1, 8),
-    ("blocks", 65536, 64, 1, 8), ("blocks", 16384, 128, 3, 1), ("blocks", 8192, 512, 1, 16),
-    ("blocks", 32768, 64, 5, 8), ("select", 32768, 1024, 5, 8),
-)
-
-
 def random_case(gen: torch.Generator, max_width: int, max_rows: int, menu=None) -> Case:
-    """One random case: compile-relevant settings from :data:`FUZZ_MENU` (or the entries ``menu``
-    indexes), everything else random."""
+    """One random case: compile-relevant settings from :data:`dsa_lab.cases.FUZZ_MENU` (or the entries ``menu``
+    indexes), everything else random (rows, per-row ends and starts, k inside its bucket, the distribution, garbage
+    past the ends); widths capped by ``max_width``."""
 
     def ri(lo, hi):
         return int(torch.randint(lo, hi + 1, (1,), generator=gen))
@@ -378,7 +409,7 @@ def _streams(args, seed: int, device) -> list[dict]:
     if device != "cuda":
         raise SystemExit("--streams needs a CUDA GPU (calls on several streams at once)")
     if args.streams_old:
-        from .ab import package
+        from .trees import package
 
         pkg = package("old", args.streams_old)
     else:

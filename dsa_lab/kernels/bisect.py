@@ -1,52 +1,30 @@
-"""Top-k by bisecting the k-th word, bracketed: the select for ``k > 256`` from SM/6 rows (from one row on rows of
-2048-8192 columns), rows of at most :data:`MAX_COLS` columns (every decode row: 32768 blocks at 262144 tokens).
+"""Top-k by bisecting the k-th word over a register-resident row: the select for ``k > 256`` on rows of at most
+``plans.BISECT_MAX_COLS`` columns (``dsa_lab.plans`` decides when).
 
-One program per row loads the row's live extent once into registers as signed ordered words (the contract's order,
-NaN on top), in a tile chosen on the device by the live length (2048, 8192 or 32768 words; one compiled kernel):
+One program per row holds the row's live extent in registers as signed ordered words (NaN on top), in a tile chosen
+on the device by the live length (2048, 8192 or 32768 words; one compiled kernel), then:
 
-1. **Bracket.**  Steps on the word's value, each a compare and a count over the registers, keep exact counts
-   ``c_lo = count(>= lo) >= k > c_hi = count(>= hi)``.  On the wider tiles they stop as soon as the *middle*
-   ``[lo, hi)`` holds at most ``MC`` words, long before the k-th word is isolated.  There (warp size 32) the first
-   step counts two words at once, where a law fitted to a quarter of the row (its mean and spread, summed as the
-   row loads; a normal and a uniform law together) puts ranks just above and below ``k``: on bell-shaped and flat
-   rows those two words are the bracket, with a middle of at most ``MC`` words, and nothing else is counted.  Where
-   the upper one counts ``k`` or more (+inf and NaN, which the law does not see), the excess moves both up for one
-   more try.  Where they still miss, and on the other tiles and targets, the bracket starts from the candidates'
-   extremes (one pass of counts and extremes), narrowed by the probe that missed.  Further steps interpolate between
-   the counts (on the widest tile) while that keeps halving the middle.  On the 2048-word tile a step costs no more
-   than one over a middle, so the bracket goes on to the k-th word.
-2. **One pass over the registers.**  Positions thread by thread (each thread counts its own words, one scan of one
-   value a thread, then its words in order): the ``c_hi`` words above the middle go straight to their output slots
-   (every one of them is a pick), the middle's columns to a per-row scratch of ``MC`` slots.  A middle of one value
-   (ties: its first ``k - c_hi`` columns, found from counts per group of consecutive columns) or of picks only goes
-   straight to the output.
-3. **The middle.**  Its words (gathered again by column, from L2) are few, so searching for its ``(k - c_hi)``-th
-   word (from the bracket's ends, interpolating; one max where a single word is missing at either end) costs a small
-   tile per step; its picks follow the ``c_hi`` already written (ties straddling the k-th: the smaller columns,
-   bisecting on the column: the scratch is not in column order).
+1. **Bracket** (:func:`_bracket_and_pass`): steps on the word's value, each a compare and a count, keep exact counts
+   ``c_lo = count(>= lo) >= k > c_hi = count(>= hi)`` until the middle ``[lo, hi)`` holds at most ``MC`` words; on
+   the wider tiles (32-lane warps) the first step counts two words placed around rank k by a law fitted to a
+   quarter of the row.
+2. **One pass over the registers**: the ``c_hi`` words above the middle go to the output, the middle's columns to a
+   per-row scratch (positions thread by thread: one scan of one count per thread).
+3. **The middle** (:func:`_middle`): its ``(k - c_hi)``-th word found among those few; ties straddling it take the
+   smaller columns by counting.
 
-Every count is exact: the values change the number of steps (at most 32 per stage, about twice that where
-interpolating steps fail, one or two more where the fitted law misses), never the result.  With ``FLAGS`` the selected
-blocks' flags are set from the written ids at the end.  The tiles are ``[warp size, warps, n / threads]`` (a warp's
-lanes on consecutive columns, a thread's words along the last axis) whose columns the compiler cannot prove
-contiguous: the loads then take the layout the scattered output stores need, and no tile is converted between
-layouts on the way (:func:`_cols`).
+Every count is exact: the values change the number of steps, never the result.  With ``FLAGS`` the selected blocks'
+flags are set from the written ids.  The design and its measurements: ``docs/design.md`` §7, ``notes/select_kernel.md``.
 """
 from __future__ import annotations
 
-import torch
 import triton
 import triton.language as tl
 
-from . import run
-from .common import GDC_OK, fill_tail, row_extent, set_flags, tl_ordered_hi
+from .common import fill_tail, row_extent, set_flags, tl_ordered_hi
 from .common import NEG_HI as NEG
 from .common import tl_cuda as _tl_cuda
 
-MAX_COLS = 32768  # the widest register tile: rows of more live columns take the radix select
-MID_CAP = 2048
-THREADS = 512  # a program: 16 warps of 32 (CUDA), 8 waves of 64 (ROCm, where 16 waves leave 128 VGPRs a lane)
-KT = 1024
 INF_WORD = tl.constexpr(0x7F800000)  # the ordered word of +inf (NaN's is 0x7FFFFFFF)
 
 
@@ -468,19 +446,19 @@ def _middle(src_ptr, row_off, orow, mrow, L, k, lo, hi1, c_lo, c_hi, one, MC: tl
 
 @triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "has_len", "has_start"])
 def _bisect_kernel(src_ptr, src_stride, len_ptr, start_ptr, out_ptr, mid_ptr, flags_ptr, n, width, k, rr, has_len,
-                   has_start, BLOCKS: tl.constexpr, BS: tl.constexpr, FLAGS: tl.constexpr, ALIGNED: tl.constexpr,
-                   GDC: tl.constexpr, MODEL: tl.constexpr, MC: tl.constexpr, KT: tl.constexpr, WS: tl.constexpr,
+                   has_start, BLOCK_SCORES: tl.constexpr, BS: tl.constexpr, FLAGS: tl.constexpr, ALIGNED: tl.constexpr,
+                   PDL: tl.constexpr, MODEL: tl.constexpr, MC: tl.constexpr, KT: tl.constexpr, WS: tl.constexpr,
                    NW: tl.constexpr):
     """Grid ``(rows,)``: row ``r``'s ids to ``out[r, :k]`` (every slot), ``mid[r, :MC]`` its scratch; with
     ``FLAGS`` its selected blocks' flags set (already zeroed by an earlier launch).  ``ALIGNED``: the source's row
-    stride is a multiple of 16.  ``GDC``: launched as a programmatic dependent of the scores launch (the bounds are
+    stride is a multiple of 16.  ``PDL``: launched as a programmatic dependent of the scores launch (the bounds are
     read before the wait).  ``MODEL``: the wider tiles' first step from a fitted normal law (set by the launcher
     where the warp is 32 lanes: on the 64-lane AMD targets its registers spill)."""
     row = tl.program_id(0)
-    L, start, end = row_extent(row, len_ptr, start_ptr, n, width, rr, has_len, has_start, BLOCKS, BS)
-    if GDC:
+    L, start, end = row_extent(row, len_ptr, start_ptr, n, width, rr, has_len, has_start, BLOCK_SCORES, BS)
+    if PDL:
         _tl_cuda.gdc_wait()
-    L = L.to(tl.int32)  # a row is below MAX_COLS columns (the dispatch checks the width)
+    L = L.to(tl.int32)  # a row is below BISECT_MAX_COLS columns (the plan checks the width)
     if ALIGNED:
         row_off = row.to(tl.int64) * (src_stride // 16) * 16
     else:
@@ -503,30 +481,3 @@ def _bisect_kernel(src_ptr, src_stride, len_ptr, start_ptr, out_ptr, mid_ptr, fl
         for j0 in range(0, k, KT):
             ids = tl.load(orow + j0 + jk, mask=j0 + jk < k, other=-1)
             set_flags(flags_ptr, row, ids, ids >= 0, start, width, n, BS)
-
-
-def launch(src, len_t, start_t, out, flags, n, width, k, rr, *, blocks, bs, gdc=False, warp_size=32, num_warps=None,
-           mid_cap=MID_CAP):
-    """Select into ``out`` (int32 ``[rows, k]``, every slot written), one program per row; ``flags`` (uint8
-    ``[rows, n + 1]``, zeroed) or None; ``gdc``: a programmatic dependent of the previous launch (sm_90+);
-    ``warp_size``: the device's (a program is :data:`THREADS` threads unless ``num_warps`` is given); ``mid_cap``:
-    the middle's capacity (a test hook: small values reach the middle at interpreter sizes).  Inputs checked by the
-    caller; ``n <= MAX_COLS``."""
-    rows = out.shape[0]
-    if rows == 0:
-        return out
-    num_warps = num_warps or THREADS // int(warp_size)
-    if n > MAX_COLS:
-        raise ValueError(f"the bisect select takes rows of at most {MAX_COLS} columns, got {n}")
-    dummy = out
-    mid = torch.empty((rows, mid_cap), dtype=torch.int32, device=out.device)
-    gdc = bool(gdc) and GDC_OK
-    extra = {"launch_pdl": True} if gdc else {}
-    ws = THREADS // num_warps  # the tiles' first two axes hold THREADS slots: the warp size unless num_warps is forced
-    run(_bisect_kernel, (rows,), src, src.stride(0), len_t if len_t is not None else dummy,
-        start_t if start_t is not None else dummy, out, mid, flags if flags is not None else out.view(torch.uint8),
-        n, width, k, rr, int(len_t is not None), int(start_t is not None), BLOCKS=bool(blocks), BS=int(bs),
-        FLAGS=flags is not None, ALIGNED=src.stride(0) % 16 == 0 or rows == 1, GDC=gdc, MODEL=int(warp_size) == 32,
-        MC=mid_cap, KT=KT,
-        WS=ws, NW=num_warps, num_warps=num_warps, **extra)
-    return out

@@ -19,16 +19,11 @@ PAD = tl.constexpr(PAD_KEY)
 NO_WORD = tl.constexpr(-2147483648)  # an ordered high word no float has: "no column" in a 32-bit max
 NEG_HI = tl.constexpr(NEG_INF_HI)  # the ordered high word of -inf: candidates lie above it
 
-GDC_OK = True
+PDL_OK = True
 try:  # griddepcontrol (programmatic dependent launch): CUDA sm_90+; the launchers pass it only there
     from triton.language.extra import cuda as tl_cuda
 except ImportError:  # pragma: no cover - a Triton build without the CUDA extras
-    GDC_OK, tl_cuda = False, None
-
-
-def np2(x: int) -> int:
-    """The smallest power of two ``>= x`` (1 for ``x <= 1``)."""
-    return 1 if x <= 1 else 1 << (int(x) - 1).bit_length()
+    PDL_OK, tl_cuda = False, None
 
 
 # ------------------------------------------------------------------------------------------------------------ keys
@@ -79,11 +74,11 @@ def tl_block_score(x, block_id, start, end, AXIS: tl.constexpr, BS: tl.constexpr
 
 # ------------------------------------------------------------------------------------------------------- extents
 @triton.jit
-def row_extent(row, len_ptr, start_ptr, n, width, rr, has_len, has_start, BLOCKS: tl.constexpr,
+def row_extent(row, len_ptr, start_ptr, n, width, rr, has_len, has_start, BLOCK_SCORES: tl.constexpr,
                BS: tl.constexpr):
     """``(L, start, end)`` of a row, read on the device (group ``row // rr``).
 
-    Columns (``BLOCKS`` False): ``L = clamp(lengths[g], 0, n)``, or ``n`` when ``has_len`` is 0.  Blocks: ``end``
+    Columns (``BLOCK_SCORES`` False): ``L = clamp(lengths[g], 0, n)``, or ``n`` when ``has_len`` is 0.  Blocks: ``end``
     from ``len_ptr``, ``start`` from ``start_ptr`` (0 when ``has_start`` is 0; clamped to ``[0, end]``: inside a
     graph capture the host cannot check it), and ``L = max(cdiv(min(end, width) - start, BS), newest + 1)`` clamped
     to ``n`` blocks: the live blocks plus the pinned newest one."""
@@ -92,7 +87,7 @@ def row_extent(row, len_ptr, start_ptr, n, width, rr, has_len, has_start, BLOCKS
         g = row // rr
     start = tl.zeros([], tl.int64)
     end = tl.zeros([], tl.int64)
-    if BLOCKS:
+    if BLOCK_SCORES:
         end = tl.maximum(tl.load(len_ptr + g).to(tl.int64), 0)
         if has_start:
             start = tl.minimum(tl.maximum(tl.load(start_ptr + g).to(tl.int64), 0), end)
@@ -139,12 +134,12 @@ def fill_tail(out_ptr, base, cnt, k, KT: tl.constexpr):
 # ---------------------------------------------------------------------------------------------------------- flags
 @triton.jit
 def zero_flags(flags_ptr, row, lo, hi, n, mode):
-    """Zero bytes ``[lo, hi)`` of the row's flags (``uint8 [rows, n + 1]``).  ``mode`` 0: byte stores; 1 (the
-    tensor 16-byte aligned, checked by the launcher): the 8-byte words inside the range as int64 stores and at
-    most 7 + 7 bytes around them as bytes (a row is ``n + 1`` bytes, so rows rarely start aligned); 2: nothing
-    (an earlier launch zeroed them)."""
+    """Zero bytes ``[lo, hi)`` of the row's flags (``uint8 [rows, n + 1]``) as ``mode`` says
+    (:class:`dsa_lab.plans.FlagZeroing`): 0 nothing (an earlier launch zeroed them); 1 byte stores; 2 (the tensor
+    16-byte aligned, checked by the launcher) the 8-byte words inside the range as int64 stores and at most 7 + 7
+    bytes around them as bytes (a row is ``n + 1`` bytes, so rows rarely start aligned)."""
     base = row.to(tl.int64) * (n + 1)
-    if mode == 1:
+    if mode == 2:
         a = base + lo
         b = base + hi
         a8 = (a + 7) // 8 * 8
@@ -159,7 +154,7 @@ def zero_flags(flags_ptr, row, lo, hi, n, mode):
         zw = tl.zeros([512], tl.int64)
         for w0 in range(0, nw, 512):
             tl.store(wp + w0 + jw, zw, mask=w0 + jw < nw)
-    elif mode == 0:
+    elif mode == 1:
         j = tl.arange(0, 4096)
         z = tl.zeros([4096], tl.uint8)
         for j0 in range(lo, hi, 4096):

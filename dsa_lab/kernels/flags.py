@@ -7,10 +7,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from . import run
 from .common import set_flags
 
-KT = 1024  # ids per step: one tile for any k (a tile sized by k would compile one kernel per k)
 
 
 @triton.jit(do_not_specialize=["c_stride", "k", "width", "nblocks", "rr", "has_start"])
@@ -24,20 +22,3 @@ def _flags_kernel(c_ptr, c_stride, flags_ptr, start_ptr, k, width, nblocks, rr, 
         j = j0 + tl.arange(0, KT)
         c = tl.load(c_ptr + row.to(tl.int64) * c_stride + j, mask=j < k, other=-1)
         set_flags(flags_ptr, row, c, c >= 0, start, width, nblocks, BS)
-
-
-def fill_flags(candidates, flags, width, row_starts=None, block_size=8, row_repeat=1, *, zeroed=False):
-    """Zero ``flags`` (contiguous uint8 ``[rows, cdiv(width, block_size) + 1]``; ``zeroed``: an earlier launch did)
-    and set the selected blocks' bytes.  Inputs checked by the caller.  Returns ``flags``."""
-    rows, k = candidates.shape
-    bs = int(block_size)
-    if not zeroed:
-        flags.zero_()
-    if rows == 0 or k == 0:
-        return flags
-    run(
-        _flags_kernel, (rows,), candidates, candidates.stride(0), flags, row_starts if row_starts is not None else candidates,
-        k, int(width), -(-int(width) // bs), int(row_repeat), int(row_starts is not None),
-        BS=bs, KT=KT, num_warps=4,
-    )
-    return flags

@@ -23,12 +23,10 @@ integers (rows, width, lengths, strides, ``P``) are run-time arguments: they nev
 """
 from __future__ import annotations
 
-import torch
 import triton
 import triton.language as tl
 
-from . import run
-from .common import (GDC_OK, NEG_HI, PAD, pick_digit, row_extent, set_flags, tl_block_score,
+from .common import (NEG_HI, PAD, pick_digit, row_extent, set_flags, tl_block_score,
                      tl_is_candidate, tl_key_index, tl_ordered_hi, tl_pack_key, write_ranked, write_selected,
                      zero_flags)
 from .common import tl_cuda as _tl_cuda
@@ -225,7 +223,7 @@ def _chain(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, nsg16, 
         else:
             jb = tl.arange(0, SB)
             top = _sorted_top(tl.load(ws_ptr + wbase + jb, mask=jb < nsg, other=PAD, cache_modifier=".cg"), KP, SB)
-            if FOLD:  # rows of more than SB super groups (the dispatch sends none to a kernel without it)
+            if FOLD:  # rows of more than SB super groups (the plans send none to a kernel without it)
                 for s0 in range(SB, nsg, SB):
                     x = tl.load(ws_ptr + wbase + s0 + jb, mask=s0 + jb < nsg, other=PAD, cache_modifier=".cg")
                     top = _fold(top, _sorted_top(x, KP, SB))
@@ -310,26 +308,26 @@ def _hier_kernel(
     n, width, k, P, rr, nsg16, wrow16, min_sg, has_len, fast, a_done,
     KP: tl.constexpr, G1: tl.constexpr, G2: tl.constexpr, NT: tl.constexpr, SB: tl.constexpr, KC: tl.constexpr,
     DT: tl.constexpr, SC2: tl.constexpr, KC2: tl.constexpr, SC3: tl.constexpr, G1S: tl.constexpr,
-    G2S: tl.constexpr, KC3: tl.constexpr, L1P: tl.constexpr, RSEL: tl.constexpr, BLOCKS: tl.constexpr,
+    G2S: tl.constexpr, KC3: tl.constexpr, L1P: tl.constexpr, RSEL: tl.constexpr, BLOCK_SCORES: tl.constexpr,
     FUSED: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, HAS_START: tl.constexpr, FLAGS: tl.constexpr,
-    FZW: tl.constexpr, GDC: tl.constexpr, FOLD: tl.constexpr, ALIGNED: tl.constexpr,
+    ZERO_FLAGS: tl.constexpr, PDL: tl.constexpr, FOLD: tl.constexpr, ALIGNED: tl.constexpr,
 ):
     """Grid ``(rows, P)``.  Run-time flags: ``has_len`` (lengths given), ``fast`` (stage-A tiles wholly inside the
     extent load without a mask, as 16-byte vectors: only where the source's row stride is a multiple of 16),
     ``a_done`` (the scores launch stored stage A's keys: one program per row runs B-D).  ``FLAGS``: write the row's
-    flags (``FZW``: how to zero them first, the mode of :func:`dsa_lab.kernels.common.zero_flags`; 2: already
-    zeroed).  ``GDC``: launched as a programmatic dependent of the scores launch; the row's bounds are read before
+    flags (``ZERO_FLAGS``: how to zero them first, the mode of :func:`dsa_lab.kernels.common.zero_flags`; 2: already
+    zeroed).  ``PDL``: launched as a programmatic dependent of the scores launch; the row's bounds are read before
     ``griddepcontrol.wait``, everything that launch writes after it.  ``FOLD``: stage B takes rows of more than SB
     super groups.  ``ALIGNED``: the source's row stride is a multiple of 16, and the row offsets are computed so
     that the compiler can prove it: that knowledge shapes the layouts of the whole kernel (its top-k networks
-    included), not only the vector width of the loads, so the dispatch keeps it true for every unfused call (the
+    included), not only the vector width of the loads, so the launchers keep it true for every unfused call (the
     select copies an unaligned input); the workspace's layout comes in units of 16 slots (``nsg16``, ``wrow16``)
     for the same reason."""
     S: tl.constexpr = G1 * G2
     row = tl.program_id(0)
     p = tl.program_id(1)
-    L, start, end = row_extent(row, len_ptr, start_ptr, n, width, rr, has_len, HAS_START, BLOCKS, BS)
-    if GDC:
+    L, start, end = row_extent(row, len_ptr, start_ptr, n, width, rr, has_len, HAS_START, BLOCK_SCORES, BS)
+    if PDL:
         _tl_cuda.gdc_wait()
     if ALIGNED:
         row_off = row.to(tl.int64) * (src_stride // 16) * 16
@@ -340,7 +338,7 @@ def _hier_kernel(
     if L <= DT:  # direct: one top-k over the row
         if own:
             if FLAGS:
-                zero_flags(flags_ptr, row, 0, n + 1, n, FZW)
+                zero_flags(flags_ptr, row, 0, n + 1, n, ZERO_FLAGS)
                 tl.debug_barrier()
             jd = tl.arange(0, DT)
             cols = jd[:, None]
@@ -362,7 +360,7 @@ def _hier_kernel(
         # narrow chain: at most KP super groups of G1S * G2S columns; level-1 groups of G1S (< G1) make D smaller
         if own:
             if FLAGS:
-                zero_flags(flags_ptr, row, 0, n + 1, n, FZW)
+                zero_flags(flags_ptr, row, 0, n + 1, n, ZERO_FLAGS)
                 tl.debug_barrier()
             _chain(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, (L + G1S * G2S - 1) // (G1S * G2S),
                    nsg16, wbase, start, end, width, k, FLAGS,
@@ -371,7 +369,7 @@ def _hier_kernel(
         # short chain: every super group is chosen, so stage A buys nothing; program 0 runs C-D alone
         if own:
             if FLAGS:
-                zero_flags(flags_ptr, row, 0, n + 1, n, FZW)
+                zero_flags(flags_ptr, row, 0, n + 1, n, ZERO_FLAGS)
                 tl.debug_barrier()
             _chain(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, (L + S - 1) // S, nsg16,
                    wbase, start, end, width, k, FLAGS,
@@ -380,7 +378,7 @@ def _hier_kernel(
         # wide chain: super groups SC2 times wider (level-1 groups unchanged), still at most KP of them
         if own:
             if FLAGS:
-                zero_flags(flags_ptr, row, 0, n + 1, n, FZW)
+                zero_flags(flags_ptr, row, 0, n + 1, n, ZERO_FLAGS)
                 tl.debug_barrier()
             _chain(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, (L + S * SC2 - 1) // (S * SC2),
                    nsg16, wbase, start, end, width, k, FLAGS,
@@ -392,7 +390,7 @@ def _hier_kernel(
         if p < n_act:
             if FLAGS:  # each active program zeroes one slice of the row's flags before it arrives
                 fper = (n + 1 + n_act - 1) // n_act
-                zero_flags(flags_ptr, row, p * fper, tl.minimum(p * fper + fper, n + 1), n, FZW)
+                zero_flags(flags_ptr, row, p * fper, tl.minimum(p * fper + fper, n + 1), n, ZERO_FLAGS)
             if a_done == 0:
                 lo = p * chunk
                 hi = tl.minimum(lo + chunk, nsg)
@@ -442,30 +440,3 @@ def _hier_kernel(
                        width, k, FLAGS, KP, G1, G2, SB, KC, FUSED, BS, BSP, RSEL, False, L1P, FOLD)
                 if n_act > 1:
                     tl.store(cnt_ptr + row, 0)  # reset for the next call / graph replay
-
-
-def launch(src, len_t, start_t, out, ws, cnt, flags, n, width, k, rr, plan, *, P, blocks, fused, bs, fzw=2,
-           fast=False, a_done=False, gdc=False):
-    """Launch the hier kernel (grid ``(rows, P)``) with the constexprs of ``plan`` (:func:`dsa_lab.dispatch.plan_hier`).
-
-    ``fast``: stage A's whole tiles unmasked.
-    ``ws``: the int64 row workspace (``rows * plan["wrow"]`` slots, every slot read is written first); ``cnt``:
-    int32 per-row arrival counters, all zero (back at zero after the call); ``flags``: uint8 ``[rows, n + 1]`` or
-    None (``fzw``: how the kernel zeroes them, 2 = already zeroed).  Inputs are checked by the caller."""
-    rows = out.shape[0]
-    dummy = out
-    gdc = bool(gdc) and GDC_OK
-    extra = {"launch_pdl": True} if gdc else {}
-    run(
-        _hier_kernel, (rows, P),
-        src, src.stride(0), len_t if len_t is not None else dummy, start_t if start_t is not None else dummy, out,
-        ws, cnt, flags if flags is not None else out.view(torch.uint8), n, width, k, P, rr, plan["nsg_max"] // 16,
-        plan["wrow"] // 16, plan["min_sg"], int(len_t is not None), int(bool(fast)), int(bool(a_done)),
-        KP=plan["KP"], G1=plan["G1"], G2=plan["G2"], NT=plan["NT"], SB=plan["SB"], KC=plan["KC"], DT=plan["DT"],
-        SC2=plan["SC2"], KC2=plan["KC2"], SC3=plan["SC3"], G1S=plan["G1S"], G2S=plan["G2S"], KC3=plan["KC3"],
-        L1P=plan["L1P"], RSEL=plan["RSEL"], BLOCKS=bool(blocks), FUSED=bool(fused), BS=int(bs),
-        BSP=1 << (int(bs) - 1).bit_length(), HAS_START=start_t is not None, FLAGS=flags is not None,
-        FZW=int(fzw) if flags is not None else 2, GDC=gdc, FOLD=plan["FOLD"], ALIGNED=src.stride(0) % 16 == 0 or rows == 1,
-        num_warps=plan["num_warps"], **extra,
-    )
-    return out

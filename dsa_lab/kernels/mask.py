@@ -13,11 +13,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from . import run
-from .flags import fill_flags
 
-TILE = 2048  # columns per step: one compiled kernel for every width
-PROGRAMS = 16  # about this many programs per SM in all, at most one per tile
 
 
 @triton.jit(do_not_specialize=["x_stride", "width", "nblocks", "rr", "Q", "has_start"])
@@ -41,29 +37,3 @@ def _mask_kernel(x_ptr, x_stride, flags_ptr, end_ptr, start_ptr, width, nblocks,
         f = tl.load(frow + (col - start) // BS, mask=live, other=0).to(tl.int32)
         keep = live & ((f != 0) | ((col == width - 1) & (edge != 0)))
         tl.store(xrow + col, tl.full([TILE], float("-inf"), tl.float32), mask=inside & (keep == 0))
-
-
-def programs_per_row(rows: int, width: int, sm_count: int) -> int:
-    """About :data:`PROGRAMS` x SMs programs in all, at least one per row, at most one per tile."""
-    return max(1, min(-(-width // TILE), -(-PROGRAMS * int(sm_count) // max(rows, 1))))
-
-
-def apply_mask(logits, row_ends, row_starts, candidates, flags, block_size, row_repeat, sm_count):
-    """Mask ``logits`` (float32 ``[rows, width]``, unit column stride) in place.  ``candidates``: int32/int64
-    ``[rows, k]``, unit column stride; ``row_ends`` / ``row_starts`` (or None): contiguous, ``rows // row_repeat``
-    entries; ``flags``: a contiguous ``uint8 [rows, cdiv(width, block_size) + 1]`` scratch tensor (every byte is
-    written).  Inputs are checked by the caller.  Returns ``logits``."""
-    rows, width = logits.shape
-    if rows == 0 or width == 0:
-        return logits
-    bs = int(block_size)
-    nblocks = -(-width // bs)
-    fill_flags(candidates, flags, width, row_starts, bs, row_repeat)
-    q = programs_per_row(rows, width, sm_count)
-    run(
-        _mask_kernel, (rows, q),
-        logits, logits.stride(0), flags, row_ends, row_starts if row_starts is not None else row_ends,
-        width, nblocks, int(row_repeat), q, int(row_starts is not None),
-        BS=bs, TILE=TILE, num_warps=4,
-    )
-    return logits

@@ -22,16 +22,12 @@ others.  The ids come out in column order.
 """
 from __future__ import annotations
 
-import torch
 import triton
 import triton.language as tl
 
-from . import run
-from .common import GDC_OK, fill_tail, pick_digit, row_extent, tl_ordered_hi
+from .common import fill_tail, pick_digit, row_extent, tl_ordered_hi
 from .common import tl_cuda as _tl_cuda
 
-MAXP = 32  # programs per row of the parallel kernel, at most
-TILE, PAR_TILE, KT = 2048, 1024, 1024
 
 
 @triton.jit
@@ -101,9 +97,9 @@ def _radix_row(src_ptr, row_off, out_ptr, row, L, k, TILE: tl.constexpr, KT: tl.
 
 @triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "has_len", "has_start"])
 def _radix_kernel(src_ptr, src_stride, len_ptr, start_ptr, out_ptr, n, width, k, rr, has_len, has_start,
-                  BLOCKS: tl.constexpr, BS: tl.constexpr, TILE: tl.constexpr, KT: tl.constexpr):
+                  BLOCK_SCORES: tl.constexpr, BS: tl.constexpr, TILE: tl.constexpr, KT: tl.constexpr):
     row = tl.program_id(0)
-    L, start, end = row_extent(row, len_ptr, start_ptr, n, width, rr, has_len, has_start, BLOCKS, BS)
+    L, start, end = row_extent(row, len_ptr, start_ptr, n, width, rr, has_len, has_start, BLOCK_SCORES, BS)
     _radix_row(src_ptr, row.to(tl.int64) * src_stride, out_ptr, row, L, k, TILE, KT)
 
 
@@ -176,8 +172,8 @@ def _par_count(src_ptr, row_off, lo, hi, prefix, D, hist_ptr, tot_ptr, bins, TIL
 def _radix_par_kernel(
     src_ptr, src_stride, len_ptr, start_ptr, out_ptr, hist_ptr, tot_ptr, st_ptr, acc_ptr,
     n, width, k, P, rr, has_len, has_start, step, short,
-    BLOCKS: tl.constexpr, BS: tl.constexpr, TILE: tl.constexpr, STILE: tl.constexpr, KT: tl.constexpr,
-    PP: tl.constexpr, GDC: tl.constexpr,
+    BLOCK_SCORES: tl.constexpr, BS: tl.constexpr, TILE: tl.constexpr, STILE: tl.constexpr, KT: tl.constexpr,
+    PP: tl.constexpr, PDL: tl.constexpr,
 ):
     """Launch ``step`` of 5 (grid rows x P; program p owns whole tiles [lo, hi) of its row).
 
@@ -195,12 +191,12 @@ def _radix_par_kernel(
     count): launch s adds to ``tot[row, s]``, launch s + 1 reads it, and launches 2-4 zero ``tot[row, s - 2]``,
     launch 0 ``tot[row, 3]``, each after its last reader finished.
 
-    ``GDC``: every launch a programmatic dependent of the one before it (sm_90+): it waits for it after reading the
+    ``PDL``: every launch a programmatic dependent of the one before it (sm_90+): it waits for it after reading the
     row's bounds, and lets the next one start launching at once."""
     row = tl.program_id(0)
     p = tl.program_id(1)
-    L, start, end = row_extent(row, len_ptr, start_ptr, n, width, rr, has_len, has_start, BLOCKS, BS)
-    if GDC:
+    L, start, end = row_extent(row, len_ptr, start_ptr, n, width, rr, has_len, has_start, BLOCK_SCORES, BS)
+    if PDL:
         _tl_cuda.gdc_wait()
         _tl_cuda.gdc_launch_dependents()
     L = L.to(tl.int32)  # 32-bit columns, counts and positions: a row and k are below 2**31
@@ -281,35 +277,3 @@ def _radix_par_kernel(
                     eq_p = tl.load(acc_ptr + abase + PP + pp, mask=pp < P, other=0)
                     _par_emit(src_ptr, row_off, out_ptr, row, p, lo, hi, acc_gt, eq_p, prefix, need, nbits,
                               k, pp, TILE, KT)
-
-
-def launch(src, len_t, start_t, out, n, width, k, rr, *, P, short, blocks, bs, gdc=False, tot=None):
-    """Radix select into ``out`` (int32 ``[rows, k]``, every slot written): one program per row when ``P`` is 1,
-    else the parallel kernel's five launches with ``P`` programs per row (``P <= MAXP``), with ``gdc`` each a
-    programmatic dependent of the launch before it (sm_90+).  ``tot``: the row totals, int32 ``[rows, 4, 256]`` kept
-    between calls (``dsa_lab.dispatch.totals``; required when ``P > 1``): zero before a call's first launch except
-    in slot 3, which that launch zeroes.  Inputs checked by the caller; ``len_t`` / ``start_t`` may be None."""
-    rows = out.shape[0]
-    if rows == 0:
-        return out
-    dummy = out
-    args = (src, src.stride(0), len_t if len_t is not None else dummy, start_t if start_t is not None else dummy)
-    flags = (rr, int(len_t is not None), int(start_t is not None))
-    meta = dict(BLOCKS=bool(blocks), BS=int(bs), KT=KT)
-    if P <= 1:
-        run(_radix_kernel, (rows,), *args, out, n, width, k, *flags, TILE=TILE, num_warps=8, **meta)
-        return out
-    if P > MAXP:
-        raise ValueError(f"the parallel radix select takes at most {MAXP} programs per row, got {P}")
-    dev = src.device
-    hist = torch.empty((2 * rows * P * 256,), dtype=torch.int32, device=dev)
-    st = torch.empty((2 * rows * 4,), dtype=torch.int32, device=dev)
-    acc = torch.empty((rows * 2 * MAXP,), dtype=torch.int32, device=dev)
-    if tot is None or tot.numel() < rows * 1024:
-        raise ValueError(f"the parallel radix select needs int32 zeros of {rows * 1024} slots as tot")
-    gdc = bool(gdc) and GDC_OK
-    extra = {"launch_pdl": True} if gdc else {}
-    for step in range(5):
-        run(_radix_par_kernel, (rows, P), *args, out, hist, tot, st, acc, n, width, k, P, *flags, step, short,
-            TILE=PAR_TILE, STILE=TILE, PP=MAXP, GDC=gdc, num_warps=4, **meta, **extra)
-    return out

@@ -6,19 +6,17 @@ past the row's extent loads nothing; with ``FILL_DEAD`` it writes ``-inf``, else
 reads past the extent).  ``PADDED``: the upstream "before" kernel, which loads every column up to the padded width
 and masks after the load (its cost follows the width, not the extent).  Bounds are read on the device.
 
-The unfused candidate-block path also lets this launch zero the flags (``ZF``) and, at few rows, store the hier
+The unfused candidate-block path also lets this launch zero the flags (``ZERO_FLAGS``) and, at few rows, store the hier
 select's stage-A keys (``SG``: the super-group size; see :func:`_stage_a_keys`), and signals
-``griddepcontrol.launch_dependents`` as each program starts (``LD``) so the select launch, a programmatic dependent,
+``griddepcontrol.launch_dependents`` as each program starts (``PDL``) so the select launch, a programmatic dependent,
 may start early; it waits for this launch's writes itself.
 """
 from __future__ import annotations
 
-import torch
 import triton
 import triton.language as tl
 
-from . import run
-from .common import GDC_OK, tl_block_score, tl_ordered_hi, zero_flags
+from .common import tl_block_score, tl_ordered_hi, zero_flags
 from .common import tl_cuda as _tl_cuda
 
 
@@ -71,18 +69,18 @@ def _block_scores_kernel(
     x_ptr, x_stride, out_ptr, o_stride, end_ptr, start_ptr, flags_ptr, sg_ptr, sg_stride, sg_min,
     width, nblocks, Q, rr,
     BS: tl.constexpr, BSP: tl.constexpr, BJ: tl.constexpr, PADDED: tl.constexpr, FILL_DEAD: tl.constexpr,
-    SG: tl.constexpr, LD: tl.constexpr, ZF: tl.constexpr, HAS_START: tl.constexpr, ALIGNED: tl.constexpr,
+    SG: tl.constexpr, PDL: tl.constexpr, ZERO_FLAGS: tl.constexpr, HAS_START: tl.constexpr, ALIGNED: tl.constexpr,
 ):
-    """``ZF``: zero the flags (0 no, 1 bytes, 2 8-byte words).  ``ALIGNED`` (the logits' row stride is a multiple of
+    """``ZERO_FLAGS``: zero the flags (0 no, 1 bytes, 2 8-byte words).  ``ALIGNED`` (the logits' row stride is a multiple of
     16, and the row offset is computed so that the compiler can prove it) and ``HAS_START`` are constexprs: what the
     compiler knows of the loads' alignment shapes their layout and width."""
-    if LD:
+    if PDL:
         _tl_cuda.gdc_launch_dependents()
     row = tl.program_id(0)
     jb0 = tl.program_id(1)
-    if ZF > 0:  # flags [rows, nblocks + 1]: the row's Q programs zero one slice each
+    if ZERO_FLAGS > 0:  # flags [rows, nblocks + 1]: the row's Q programs zero one slice each
         fper = (nblocks + 1 + Q - 1) // Q
-        zero_flags(flags_ptr, row, jb0 * fper, tl.minimum(jb0 * fper + fper, nblocks + 1), nblocks, ZF - 1)
+        zero_flags(flags_ptr, row, jb0 * fper, tl.minimum(jb0 * fper + fper, nblocks + 1), nblocks, ZERO_FLAGS)
     g = row
     if rr > 1:
         g = row // rr
@@ -113,65 +111,3 @@ def _block_scores_kernel(
         for jb in range(jb0 + Q, ntiles, Q):
             _score_tile(x_ptr, row_off, orow, sgrow, sg_min, jb, start, end, lend, n_ext, width, nblocks,
                         BS, BSP, BJ, PADDED, FILL_DEAD, SG)
-
-
-def tile_blocks(block_size: int) -> int:
-    """Blocks per tile (``BJ``): 4096 logit lanes whatever the width (a width-dependent tile would compile one
-    kernel per width)."""
-    return max(1, 4096 // (1 << (int(block_size) - 1).bit_length()))
-
-
-def launch(logits, row_ends, row_starts, out, block_size, row_repeat, programs, *, padded=False, fill_dead=True,
-           zero_flags=None, stage_a=None, ld=False):
-    """Launch the block-scores kernel into ``out`` (float32 ``[rows, cdiv(width, block_size)]``, unit stride along
-    the blocks; its row stride may be larger).
-
-    Inputs are checked by the caller (:func:`dsa_lab.block_scores` or the dispatch).  ``programs``: programs per
-    row (each strides over the row's tiles).  ``zero_flags``: a contiguous ``uint8 [rows, nblocks + 1]`` tensor this
-    launch zeroes.  ``stage_a``: ``(ws, wrow, sg, sg_min)``, the hier select's workspace, its slots per row, its
-    super-group size in blocks (a power of two dividing the tile) and the longest extent that needs no stage A;
-    it takes one program per tile (``programs`` at least :func:`tiles`).  ``ld``: signal dependents early (CUDA
-    sm_90+; the caller decides)."""
-    rows, width = logits.shape
-    bs = int(block_size)
-    nblocks = out.shape[1]
-    if rows == 0 or nblocks == 0:
-        return out
-    bj = tile_blocks(bs)
-    zf = 0
-    flags = out.view(torch.uint8)  # a dummy of the flags' type: one signature with and without them
-    if zero_flags is not None:
-        flags = zero_flags
-        zf = 2 if zero_flags.data_ptr() % 16 == 0 else 1
-    sg_ws, sg_stride, sg, sg_min = (out, 0, 0, 0) if stage_a is None else stage_a
-    if stage_a is not None and int(programs) < tiles(nblocks, bs):
-        raise ValueError(f"stage_a takes one program per tile: programs must be at least {tiles(nblocks, bs)}, "
-                         f"got {programs}")
-    run(
-        _block_scores_kernel, (rows, max(1, int(programs))),
-        logits, logits.stride(0), out, out.stride(0), row_ends, row_starts if row_starts is not None else row_ends,
-        flags, sg_ws, int(sg_stride), int(sg_min), width, nblocks, max(1, int(programs)), int(row_repeat),
-        BS=bs, BSP=1 << (bs - 1).bit_length(), BJ=bj, PADDED=bool(padded), FILL_DEAD=bool(fill_dead) or bool(padded),
-        SG=int(sg), LD=bool(ld) and GDC_OK, ZF=zf, HAS_START=row_starts is not None,
-        ALIGNED=logits.stride(0) % 16 == 0 or rows == 1, num_warps=4,
-    )
-    return out
-
-
-def tiles(nblocks: int, block_size: int) -> int:
-    """Tiles of a row of ``nblocks`` blocks."""
-    return max(1, -(-nblocks // tile_blocks(block_size)))
-
-
-def programs_per_row(rows: int, nblocks: int, block_size: int, sm_count: int, mult: int | None) -> int:
-    """Programs per row: one per tile of the padded width (``mult`` None), else about ``mult * sm_count`` in all,
-    at least one per row, at most one per tile."""
-    ntiles = tiles(nblocks, block_size)
-    if mult is None:
-        return ntiles
-    return max(1, min(ntiles, -(-int(mult) * int(sm_count) // max(rows, 1))))
-
-
-def empty_scores(logits, block_size) -> torch.Tensor:
-    rows, width = logits.shape
-    return torch.empty((rows, -(-width // int(block_size))), dtype=torch.float32, device=logits.device)
