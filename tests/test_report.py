@@ -3,7 +3,8 @@ import pytest
 
 from dsa_lab import cli
 
-from dsa_lab.bench import data, report, sweep
+from dsa_lab.bench import data, report
+from dsa_lab.bench.sweep import plan
 
 CONTEXTS = (4096, 16384, 65536, 262144)
 
@@ -33,12 +34,12 @@ def record(tmp_path):
                 for arm, us in arms:
                     data.append_row(path, _row(arm, stage, c, conc, nn, 64, "normal", us,
                                                floor=tr / 1.2 if c == 262144 and conc == 128 else 1.0),
-                                    sweep.SELECT_COLUMNS)
+                                    plan.SELECT_COLUMNS)
     for d_, f in (("shifted", 1.05), ("equal", 1.1), ("nan1pct", 1.0), ("ramp", 0.95)):
         for arm, us in (("torch", 50.0), ("torch_live", 25.0), ("triton", 50 / 12 * f)):
-            data.append_row(path, _row(arm, "select", 4096, 1, 1, 64, d_, us), sweep.SELECT_COLUMNS)
+            data.append_row(path, _row(arm, "select", 4096, 1, 1, 64, d_, us), plan.SELECT_COLUMNS)
     for arm, us in (("torch", 60.0), ("torch_live", 30.0), ("triton", 15.0)):
-        data.append_row(path, _row(arm, "select", 4096, 1, 1, 2048, "normal", us), sweep.SELECT_COLUMNS)
+        data.append_row(path, _row(arm, "select", 4096, 1, 1, 2048, "normal", us), plan.SELECT_COLUMNS)
     meta = {"gpu_name": "NVIDIA H200", "sm_count": 132, "driver": "570.00", "torch": "2.11", "triton": "3.6",
             "commit": "abc123def456", "dirty": False, "date_utc": "2026-11-29T08:00:00+00:00",
             "ceilings": {"stream_gbps": 4640.0, "launch_us": 1.21, "two_launch_us": 1.78}}
@@ -49,7 +50,7 @@ def record(tmp_path):
                            ("triton", "step", 40.0), ("torch", "step", 140.0)):
         r = _row(arm, stage, 65536, 32, 3, 64, "producer", us)
         r.update(heads=64, head_dim=128, block_kv=64)
-        data.append_row(sp, r, sweep.STEP_COLUMNS)
+        data.append_row(sp, r, plan.STEP_COLUMNS)
     data.save_meta(d / "step_breakdown.meta.json", meta)
     pp = d / "producer_sweep.csv"
     for arm, stage, us, frac, chk in (("triton", "logits", 100.0, 0.75, ""), ("torch", "logits", 2000.0, None, "rel_err=1e-6"),
@@ -58,7 +59,7 @@ def record(tmp_path):
         r.update(heads=64, head_dim=128, block_kv=64, stream_frac=frac, write_bytes=0, check=chk, gbps=3480.0,
                  roofline_frac=frac, mma_frac=frac and 0.5, tflops=frac and 700.0)
         r.pop("block_size")
-        data.append_row(pp, r, sweep.PRODUCER_COLUMNS)
+        data.append_row(pp, r, plan.PRODUCER_COLUMNS)
     data.save_meta(d / "producer_sweep.meta.json", dict(meta, ceilings=dict(meta["ceilings"], fp8_tflops=1400.0)))
     return d
 
