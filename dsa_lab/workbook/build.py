@@ -46,7 +46,8 @@ def add_arguments(p) -> None:
     p.add_argument("--figures", action="store_true", help="export the README's static PNGs to docs/figures/")
     p.add_argument("--figures-dir", default=str(ROOT / "docs" / "figures"))
     p.add_argument("--screenshots", action="store_true", help="run the headless-Chromium browser check")
-    p.add_argument("--timeout", type=int, default=300, help="per-cell timeout in seconds (a timed-out notebook is retried once)")
+    p.add_argument("--timeout", type=int, default=300,
+                   help="per-cell timeout in seconds (a timed-out notebook is retried once)")
 
 
 # ---------------------------------------------------------------------------
@@ -102,7 +103,8 @@ def strip_notebook(nb) -> None:
         if c.cell_type == "code":
             for o in c.get("outputs", []):
                 o.get("metadata", {}).pop("execution", None)
-                if o.get("output_type") == "display_data" and "application/vnd.jupyter.widget-view+json" in o.get("data", {}):
+                widget = "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+                if o.get("output_type") == "display_data" and widget:
                     o["data"]["application/vnd.jupyter.widget-view+json"].pop("model_id", None)
 
 
@@ -202,7 +204,8 @@ def execute_inplace(names, timeout: int = 300, nb_dir: Path = NB_DIR) -> None:
         execute(nb, nb_dir, timeout, env)
         strip_notebook(nb)
         nbformat.write(nb, ipynb)
-        print(f"executed {ipynb.relative_to(ROOT) if ipynb.is_relative_to(ROOT) else ipynb} in {time.perf_counter() - t0:.1f} s")
+        shown = ipynb.relative_to(ROOT) if ipynb.is_relative_to(ROOT) else ipynb
+        print(f"executed {shown} in {time.perf_counter() - t0:.1f} s")
 
 
 def build_html(names, out: Path, timeout: int = 300) -> list[Path]:
@@ -234,7 +237,7 @@ def run(args) -> int:
     if not args.no_html:
         build_html(names, Path(args.out), args.timeout)
     if args.figures:
-        from .viz import export_static_figures
+        from .figures import export_static_figures
 
         for p in export_static_figures(args.figures_dir):
             print(f"wrote {p}")
