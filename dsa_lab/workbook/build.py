@@ -37,6 +37,7 @@ NOTEBOOKS = (
 
 
 def add_arguments(p) -> None:
+    """``dsa-lab workbook``'s options (see the module docstring)."""
     p.add_argument("--notebooks", nargs="*", default=None, metavar="NAME",
                    help="which notebooks (default: all six), e.g. 01_key_packing")
     p.add_argument("--out", default=str(ROOT / "build" / "workbook"), help="HTML output folder")
@@ -188,6 +189,8 @@ def _names(args) -> list[str]:
 
 
 def execute_inplace(names, timeout: int = 300, nb_dir: Path = NB_DIR) -> None:
+    """Rebuild each notebook from its ``.py`` source (when it has one), execute it, strip volatile metadata and write
+    it over ``<nb_dir>/<name>.ipynb``."""
     import nbformat
 
     env = kernel_env()
@@ -209,6 +212,7 @@ def execute_inplace(names, timeout: int = 300, nb_dir: Path = NB_DIR) -> None:
 
 
 def build_html(names, out: Path, timeout: int = 300) -> list[Path]:
+    """Execute a copy of each notebook and write ``<out>/<name>.html`` (plotly.js inlined, widgets as a note)."""
     import nbformat
     from nbconvert import HTMLExporter
 
@@ -231,6 +235,7 @@ def build_html(names, out: Path, timeout: int = 300) -> list[Path]:
 
 
 def run(args) -> int:
+    """``dsa-lab workbook``: the modes the arguments ask for; the browser check's exit code when it fails."""
     names = _names(args)
     if args.execute_inplace:
         execute_inplace(names, args.timeout)

@@ -45,6 +45,7 @@ def setup(template: str = "none") -> dict:
     pio.templates.default = template
     return backend_info()
 
+
 # plotly's toolbar (the modebar) floats over a figure's top-right corner: a title in that band runs under it.  So the
 # title starts below the band, left-aligned over the plot, and the top margin grows with the title's lines.
 MODEBAR_PX = 32  # the toolbar's band at the top of a figure
@@ -160,6 +161,7 @@ def ordered_map_figure(samples: int = 257):
 
 
 def skip_figure(contexts=(512, 4096, 16384, 65536, 131072, 262144), max_model_len=262144, block_size=8):
+    """Stacked blocks per row at each context: the live ones read, the padding skipped (:func:`.tables.skip_rows`)."""
     import plotly.graph_objects as go
 
     rows = skip_rows(contexts, max_model_len, block_size)

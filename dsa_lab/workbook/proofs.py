@@ -329,7 +329,7 @@ def _enum_bits(pos: torch.Tensor) -> torch.Tensor:
 
 
 def _env_meta(device: torch.device) -> dict:
-    """Record metadata (GPU, versions, commit, date, command) from :func:`dsa_lab.data.collect_metadata`."""
+    """Record metadata (GPU, versions, commit, date, command) from :func:`dsa_lab.bench.data.collect_metadata`."""
     from ..bench import data
     meta = data.collect_metadata(" ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]) if sys.argv else "")
     meta["gpu"] = meta.get("gpu_name") if device.type == "cuda" else None
@@ -486,6 +486,8 @@ def summarize_record(rec: dict | None, path: str = "") -> str:
 
 
 def main(argv=None) -> int:
+    """``python -m dsa_lab.workbook.proofs``: the exhaustive check, its summary, the record; 1 on a violation or a
+    cut-short run."""
     p = argparse.ArgumentParser(prog="python -m dsa_lab.workbook.proofs",
                                 description=exhaustive_key_order_check.__doc__.splitlines()[0])
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")

@@ -9,6 +9,7 @@ from .writer import build, default_data_dir, rewrite_readme
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """``dsa-lab report``'s options: the records folder, the output, the README, the ITL-share model."""
     p.add_argument("--data", default=None, help="folder of records (default data/h200, else the first GPU folder)")
     p.add_argument("--out", default="docs/results.md", help="markdown file to write (default docs/results.md)")
     p.add_argument("--readme", default=None,

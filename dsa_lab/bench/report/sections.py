@@ -13,6 +13,8 @@ STEP_ORDER = ["logits", "sanitize", "scores", "select", "flags", "candidates", "
 
 
 def step_section(rows, meta, path, itl_ms: float, layers: int, h: str) -> str:
+    """The decode step per stage and shape (``step_breakdown.csv``), the fused step where recorded, and each step's
+    share of an ``itl_ms`` inter-token latency over ``layers`` layers; a note when the record is absent."""
     if not rows:
         return f"{h} Decode indexer step breakdown\n\n_No record at `{rel(path)}`._\n"
     idx = {}
@@ -125,6 +127,8 @@ def fused_step_section(rows) -> str:
 
 
 def producer_section(rows, meta, path, h: str) -> str:
+    """The producer per shape (``producer_sweep.csv``): time, bandwidth and its share of the stream ceiling, the torch
+    reference, the two sanitizes, and the 70%-of-roofline target at 128K x 128; a note when absent."""
     if not rows:
         return f"{h} Producer bandwidth\n\n_No record at `{rel(path)}`._\n"
     idx = {(r["arm"], r["stage"], r["context"], r["concurrency"], r["next_n"]): r for r in rows}
@@ -348,6 +352,7 @@ def _num(v) -> float:
 
 
 def seed_section(root: Path, h: str) -> str:
+    """The seed PR's MI355X numbers (``<root>/mi355x_seed/``), labelled as transcribed; empty when absent."""
     d = root / "mi355x_seed"
     ctxs = _data.load_rows(d / "speedup_by_context.csv")
     pts = _data.load_rows(d / "representative_points.csv")

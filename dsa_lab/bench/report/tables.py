@@ -47,6 +47,7 @@ def headline_table(idx, k) -> str:
 
 
 def per_context_table(idx, stage, k, dist, arm="triton", bases=("torch", "torch_live")) -> str:
+    """Per context: the median and range of ``arm``'s speedup over each of ``bases``, and its roofline fraction."""
     contexts = sorted({key[2] for key in idx if key[1] == stage and key[5] == k and key[6] == dist})
     rows = []
     for c in contexts:
@@ -70,6 +71,8 @@ def per_context_table(idx, stage, k, dist, arm="triton", bases=("torch", "torch_
 
 
 def representative_table(idx, stage, k=64, dist="normal") -> str:
+    """The representative points (``REPRESENTATIVE``) in µs: before (``torch``), after (``triton``), the speedups,
+    the floor and the roofline fraction."""
     rows = []
     arms = sorted({key[0] for key in idx if key[1] == stage})
     extra = [a for a in ("triton_fused",) if a in arms]
@@ -96,6 +99,8 @@ def representative_table(idx, stage, k=64, dist="normal") -> str:
 
 
 def dist_table(idx, stage, k=64) -> str:
+    """Per value distribution: the speedup over ``torch`` and ``triton``'s time over its ``normal`` time (rows of
+    one commit compared only)."""
     dists = sorted({key[6] for key in idx if key[1] == stage and key[5] == k})
     rows = []
     for d in dists:
@@ -114,6 +119,8 @@ def dist_table(idx, stage, k=64) -> str:
 
 
 def k_table(idx, stage) -> str:
+    """Per k and context: the median and range of the speedup over ``torch`` (every distribution), and over
+    ``torch_live``."""
     ks = sorted({key[5] for key in idx if key[1] == stage})
     rows = []
     for k in ks:

@@ -38,6 +38,8 @@ def _faster_count(idx, **kw) -> tuple[int, int, tuple | None]:
 
 
 def select_targets(idx, k=64) -> list[list]:
+    """The select stage's target rows: median speedups per context, every point faster than both torch arms, the
+    1-row and the largest point's times, k = 2048, and the distribution ratio."""
     out = []
     for label, stage, c, _, thr in SELECT_TARGETS:
         sp = [s for _, s in speedups(idx, "torch", "triton", stage=stage, context=c, k=k, dist="normal")]
@@ -74,6 +76,7 @@ def select_targets(idx, k=64) -> list[list]:
 
 
 def one_row_target(idx, stage, limit, k=64) -> list:
+    """The 1-row time of ``stage`` at every context against ``limit`` µs (the slowest context decides)."""
     rs = [r for key, r in idx.items() if key[0] == "triton" and key[1] == stage and r.get("rows") == 1 and key[5] == k
           and key[6] == "normal"]
     if not rs:
@@ -85,6 +88,8 @@ def one_row_target(idx, stage, limit, k=64) -> list:
 
 
 def big_point_target(idx, stage, k=64, *, limit_us=None, floor_mult=None) -> list:
+    """The most rows at the longest context: within ``limit_us`` µs, or within ``floor_mult`` x the fewest bytes
+    any Triton arm moves there."""
     ctx = max((key[2] for key in idx if key[1] == stage), default=None)
     rs = [r for key, r in idx.items() if key[0] == "triton" and key[1] == stage and key[2] == ctx and key[5] == k
           and key[6] == "normal"]

@@ -16,6 +16,7 @@ from .record import write_meta
 from .runner import Deadline, Sweep
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """``dsa-lab sweep``'s options: suites, grid filters, output, time box, timer, seed."""
     p.add_argument("--suite", default="select,full",
                    help="comma list of suites: select, full, step, producer (default select,full)")
     p.add_argument("--out", default=None,

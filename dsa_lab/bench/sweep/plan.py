@@ -67,6 +67,8 @@ COLUMNS = {"select_sweep": SELECT_COLUMNS, "step_breakdown": STEP_COLUMNS, "prod
 
 @dataclasses.dataclass(frozen=True)
 class Point:
+    """One point of the plan: ``stage`` of ``suite`` at a context, concurrency, next_n, k and value law."""
+
     suite: str
     stage: str  # select/full; "step"/"producer" for those suites (they record several stages per point)
     context: int
@@ -88,10 +90,12 @@ def csv_list(s, cast=str):
 
 
 def on_gpu() -> bool:
+    """Whether a CUDA GPU runs the sweep (else the interpreter at tiny shapes)."""
     return torch.cuda.is_available()
 
 
 def arms_for(stage: str, wanted=None) -> list[str]:
+    """The arms of ``stage`` (select / full), filtered by ``wanted`` when given."""
     arms = list(STAGE_ARMS.get(stage, ()))
     if wanted:
         arms = [a for a in arms if a in wanted]
@@ -100,6 +104,7 @@ def arms_for(stage: str, wanted=None) -> list[str]:
 
 
 def build_plan(args) -> list[Point]:
+    """The points the parsed arguments ask for, deduplicated, the main grid (main k, normal values) first."""
     gpu = on_gpu()
     suites = csv_list(args.suite) or ["select", "full"]
     for s in suites:
