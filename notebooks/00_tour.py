@@ -25,10 +25,10 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before dsa_lab (and its kernels) are imported
 
 import dsa_lab
-from dsa_lab.workbook import proofs, viz
+from dsa_lab.workbook import backend, figures, records
 
-viz.setup("none")
-print(viz.backend_banner())
+figures.setup("none")
+print(backend.backend_banner())
 
 # %% [markdown]
 # ## The pipeline in one picture
@@ -39,7 +39,7 @@ print(viz.backend_banner())
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-viz.pipeline_figure()
+figures.pipeline_figure()
 
 # %% [markdown]
 # ## The whole step on a toy input
@@ -95,6 +95,6 @@ print("auto arm selects the same sets as the reference:",
 # %%
 # NBVAL_IGNORE_OUTPUT
 # Records present in data/ (each figure names the one it uses).
-for p in sorted(viz.data_dir().glob("*/*")):
+for p in sorted(records.data_dir().glob("*/*")):
     if p.suffix in (".csv", ".json"):
-        print(p.relative_to(viz.data_dir().parent))
+        print(p.relative_to(records.data_dir().parent))

@@ -22,10 +22,10 @@ if not torch.cuda.is_available():
 
 import dsa_lab
 from dsa_lab import keys
-from dsa_lab.workbook import proofs, viz
+from dsa_lab.workbook import backend, figures, proofs, tables, widgets
 
-viz.setup("none")
-print(viz.backend_banner())
+figures.setup("none")
+print(backend.backend_banner())
 
 # %% [markdown]
 # ## Step 1 · the float32 bits
@@ -37,7 +37,7 @@ print(viz.backend_banner())
 # %%
 examples = ["-inf", "-1.0", "-0.0", "0.0", "1e-45", "1.0", "inf", "nan", "0x7F800001", "0xFFFFFFFF"]
 cols = ["score", "bits", "sign", "exponent", "mantissa", "class"]
-print(proofs.format_table([viz.key_fields(s, 0) for s in examples], cols))
+print(tables.format_table([tables.key_fields(s, 0) for s in examples], cols))
 
 # %% [markdown]
 # ## Step 2 · the sign transform: `ordered(x)`
@@ -47,11 +47,11 @@ print(proofs.format_table([viz.key_fields(s, 0) for s in examples], cols))
 # This is the map PyTorch's CUDA radix select uses, so the kernel and `torch.topk` on CUDA rank the same way.
 
 # %%
-print(proofs.format_table([viz.key_fields(s, 0) for s in examples], ["score", "bits", "sign_transform", "ordered"]))
+print(tables.format_table([tables.key_fields(s, 0) for s in examples], ["score", "bits", "sign_transform", "ordered"]))
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-viz.ordered_map_figure()
+figures.ordered_map_figure()
 
 # %% [markdown]
 # To compare as a **signed** int64, the high word stores `ordered(x) - 2^31` (the same map read as a signed
@@ -65,8 +65,8 @@ viz.ordered_map_figure()
 # word's order. Equal scores, four indices:
 
 # %%
-rows = [viz.key_fields("0.5", i) for i in (0, 1, 2, keys.MAX_INDEX)]
-print(proofs.format_table(rows, ["score", "index", "key_hi", "key_lo", "key", "key_signed"]))
+rows = [tables.key_fields("0.5", i) for i in (0, 1, 2, keys.MAX_INDEX)]
+print(tables.format_table(rows, ["score", "index", "key_hi", "key_lo", "key", "key_signed"]))
 ks = [r["key_signed"] for r in rows]
 print("keys strictly decreasing with the index (smaller index ranks first):", all(a > b for a, b in zip(ks, ks[1:])))
 
@@ -83,7 +83,7 @@ print("keys strictly decreasing with the index (smaller index ranks first):", al
 
 # %%
 table = proofs.special_key_table(index=5)
-print(proofs.format_table(table, ["rank", "value", "bits", "ordered", "key", "candidate", "unpacked", "index_back"]))
+print(tables.format_table(table, ["rank", "value", "bits", "ordered", "key", "candidate", "unpacked", "index_back"]))
 
 # %%
 print(f"CANDIDATE_MIN = 0x{keys.CANDIDATE_MIN & (2**64 - 1):016X}  (smallest selectable key)")
@@ -107,16 +107,16 @@ except ValueError as e:
 # ## Try it: every bit field of a key
 #
 # Type a score (`1.5`, `-0.0`, `nan`, `-inf`, or a bit pattern such as `0x7FC00001`) and an index. The callback is
-# `dsa_lab.workbook.viz.key_fields` (tested in `tests/test_viz.py`). Red: the high word (ordered score); blue: the low word
-# (inverted index).
+# `dsa_lab.workbook.tables.key_fields` (tested in `tests/test_tables.py`). Red: the high word (ordered score); blue: the
+# low word (inverted index).
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-viz.key_widget("-0.0", 5)
+widgets.key_widget("-0.0", 5)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-viz.key_bits_figure("nan", 5)
+figures.key_bits_figure("nan", 5)
 
 # %% [markdown]
 # ## Keys at work: one row, top-4
@@ -129,7 +129,7 @@ row = torch.tensor([[0.0, -0.0, float("nan"), 2.0, float("inf"), 2.0, -float("in
 lengths = torch.tensor([9])
 ref = dsa_lab.topk_select(row, 4, lengths=lengths, impl="reference")
 print("reference top-4 (rank order):", ref.tolist())
-auto = dsa_lab.topk_select(row.to(viz.backend_info()["device"]), 4, lengths=lengths.to(viz.backend_info()["device"]),
-                           impl="auto")
+dev = backend.backend_info()["device"]
+auto = dsa_lab.topk_select(row.to(dev), 4, lengths=lengths.to(dev), impl="auto")
 print("auto arm, same set:", sorted(auto.cpu().tolist()[0]) == sorted(ref.tolist()[0]))
 print("top-8:", dsa_lab.topk_select(row, 8, lengths=lengths, impl="reference").tolist())

@@ -34,10 +34,10 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")  # before dsa_lab is imported
 
 import dsa_lab
-from dsa_lab.workbook import proofs, viz
+from dsa_lab.workbook import backend, figures, proofs, records
 
-viz.setup("none")
-print(viz.backend_banner())
+figures.setup("none")
+print(backend.backend_banner())
 
 # %% [markdown]
 # ## 1 · Structured subset (any machine, about a second)
@@ -71,10 +71,10 @@ print(proofs.summarize_record(live, "(this run, not saved)"))
 # ## 3 · The recorded full check on the H200
 #
 # `python -m dsa_lab.workbook.proofs --device cuda --out data/h200/key_order_exhaustive.json` (record format in
-# `dsa_lab/proofs.py`).
+# `dsa_lab/workbook/proofs.py`).
 
 # %%
-path = viz.data_dir() / "h200" / "key_order_exhaustive.json"
+path = records.data_dir() / "h200" / "key_order_exhaustive.json"
 rec = proofs.load_record(path)
 print(proofs.summarize_record(rec, "data/h200/key_order_exhaustive.json"))
 
@@ -93,7 +93,7 @@ cases = {
     "-0.0 below +0.0 (k=1)": (torch.tensor([[-0.0, 0.0, -0.0]]), 1),
     "-inf is padding (k=4)": (torch.tensor([[float("-inf"), 1.0, float("-inf"), float("nan")]]), 4),
 }
-dev = viz.backend_info()["device"]
+dev = backend.backend_info()["device"]
 for name, (x, k) in cases.items():
     ref = dsa_lab.topk_select(x, k, impl="reference")
     tri = dsa_lab.topk_select(x.to(dev), k, impl="auto").cpu()
@@ -118,7 +118,7 @@ for name, (x, k) in cases.items():
 
 # %%
 for name in ("torch_topk_agreement.csv", "verify_matrix.csv", "fuzz.json"):
-    print(viz.summarize_verification(viz.data_dir() / "h200" / name))
+    print(records.summarize_verification(records.data_dir() / "h200" / name))
     print()
 
 # %% [markdown]
@@ -135,4 +135,4 @@ for name in ("torch_topk_agreement.csv", "verify_matrix.csv", "fuzz.json"):
 # isolated check, recorded:
 
 # %%
-print(viz.float_max_table(viz.data_dir() / "h200" / "float_max_check.json"))
+print(records.float_max_table(records.data_dir() / "h200" / "float_max_check.json"))

@@ -17,20 +17,20 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")  # before dsa_lab is imported
 
 import dsa_lab
-from dsa_lab.workbook import proofs, viz
+from dsa_lab.workbook import backend, figures, records, tables, widgets
 
-viz.setup("none")
-print(viz.backend_banner())
+figures.setup("none")
+print(backend.backend_banner())
 
 # %% [markdown]
 # ## How much of the workspace a row needs
 
 # %%
-print(proofs.format_table(viz.skip_rows()))
+print(tables.format_table(tables.skip_rows()))
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-viz.skip_figure()
+figures.skip_figure()
 
 # %% [markdown]
 # ## Columns past the length are never candidates (whatever they hold)
@@ -49,7 +49,7 @@ ref = dsa_lab.topk_select(x, 8, lengths=lengths, impl="reference")
 print("reference (rank order):")
 for r in range(3):
     print(f"  row {r} (L={lengths[r].item():2d}):", ref[r].tolist())
-dev = viz.backend_info()["device"]
+dev = backend.backend_info()["device"]
 auto = dsa_lab.topk_select(x.to(dev), 8, lengths=lengths.to(dev), impl="auto").cpu()
 print("auto arm selects the same sets:", torch.equal(torch.sort(auto, 1).values, torch.sort(ref, 1).values))
 print("no id at or past its row's length:", bool(((ref < lengths[:, None]) | (ref == -1)).all()))
@@ -64,21 +64,21 @@ print("no id at or past its row's length:", bool(((ref < lengths[:, None]) | (re
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-sweep = viz.load_records("select_sweep")
-print(viz.record_status(sweep))
-viz.time_vs_context_figure(*sweep, concurrency=1, next_n=1)
+sweep = records.load_records("select_sweep")
+print(records.record_status(sweep))
+figures.time_vs_context_figure(*sweep, concurrency=1, next_n=1)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-viz.time_vs_context_figure(*sweep, concurrency=128, next_n=5)
+figures.time_vs_context_figure(*sweep, concurrency=128, next_n=5)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 print("select stage, k=64, normal scores: speedup of triton over torch per context")
-print(proofs.format_table(viz.speedup_rows(sweep[0])) if sweep[0] else "NO RECORD")
+print(tables.format_table(tables.speedup_rows(sweep[0])) if sweep[0] else "NO RECORD")
 print()
 print("... and over torch_live (the host-sync alternative)")
-print(proofs.format_table(viz.speedup_rows(sweep[0], baseline="torch_live")) if sweep[0] else "NO RECORD")
+print(tables.format_table(tables.speedup_rows(sweep[0], baseline="torch_live")) if sweep[0] else "NO RECORD")
 
 # %% [markdown]
 # ## Try it: context / rows / k
@@ -86,8 +86,8 @@ print(proofs.format_table(viz.speedup_rows(sweep[0], baseline="torch_live")) if 
 # On a GPU the widget runs `topk_select` live (torch, torch on the live slice, triton) on a random
 # `[rows, 32768]` workspace with every row's length set by the context. Without a GPU it runs the arms at 1/64
 # scale under the interpreter, checks them against the exact reference, and shows the nearest recorded timings —
-# the title says which. The callback is `dsa_lab.workbook.viz.extent_point` (tested).
+# the title says which. The callback is `dsa_lab.workbook.widgets.extent_point` (tested).
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-viz.extent_widget(records=sweep)
+widgets.extent_widget(records=sweep)

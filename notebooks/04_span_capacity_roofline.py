@@ -31,16 +31,17 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")  # before dsa_lab is imported
 
 import dsa_lab
-from dsa_lab.bench import report
-from dsa_lab.workbook import proofs, viz
+from dsa_lab.bench.report import markdown, points, sections, targets
+from dsa_lab.bench.report import tables as report_tables
+from dsa_lab.workbook import backend, dev_runs, figures, records, tables, widgets
 from IPython.display import Markdown, display
 
-viz.setup("none")
-print(viz.backend_banner())
-sweep = viz.load_records("select_sweep")
-seed_speedup = viz.load_records("speedup_by_context", gpu="mi355x_seed")
-idx = report.index(sweep[0]) if sweep[0] else {}
-print(viz.record_status(sweep))
+figures.setup("none")
+print(backend.backend_banner())
+sweep = records.load_records("select_sweep")
+seed_speedup = records.load_records("speedup_by_context", gpu="mi355x_seed")
+idx = points.index(sweep[0]) if sweep[0] else {}
+print(records.record_status(sweep))
 
 
 def dev(run):
@@ -50,9 +51,9 @@ def dev(run):
 
 def against_previous(tag):
     """The large-k select A/B against an older package (k_large/select_ab_{tag}_k2048 / _k512), point by point."""
-    recs = [viz.load_records(f"k_large/select_ab_{tag}_k{kk}") for kk in (2048, 512)]
-    print(viz.record_status(recs[0]))
-    print(proofs.format_table(viz.old_new_rows(recs)))
+    recs = [records.load_records(f"k_large/select_ab_{tag}_k{kk}") for kk in (2048, 512)]
+    print(records.record_status(recs[0]))
+    print(tables.format_table(dev_runs.old_new_rows(recs)))
 
 # %% [markdown]
 # ## 1. The rule: the grid from shapes and the SM count, the split from the live extent
@@ -81,12 +82,12 @@ print(hier.__doc__)
 # %%
 sm = (sweep[1] or {}).get("sm_count") or 132
 print(f"SM count used: {sm}")
-print(proofs.format_table(viz.split_rule_rows(sm, k=64)))
+print(tables.format_table(tables.split_rule_rows(sm, k=64)))
 print()
 launches = {}  # at k = 2048 each split radix step is a launch of the same kernel: one line per kernel, counted
-for r in viz.split_rule_rows(sm, k=2048):
+for r in tables.split_rule_rows(sm, k=2048):
     launches[tuple(r.items())] = launches.get(tuple(r.items()), 0) + 1
-print(proofs.format_table([{**dict(key), "launches": n} for key, n in launches.items()]))
+print(tables.format_table([{**dict(key), "launches": n} for key, n in launches.items()]))
 
 # %% [markdown]
 # **What it means.** Nothing on the host depends on values, so a call captures in a CUDA graph and a replay with
@@ -104,19 +105,19 @@ print(proofs.format_table([{**dict(key), "launches": n} for key, n in launches.i
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-viz.time_vs_rows_figure(*sweep, context=65536)
+figures.time_vs_rows_figure(*sweep, context=65536)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-viz.time_vs_rows_figure(*sweep, context=262144)
+figures.time_vs_rows_figure(*sweep, context=262144)
 
 # %% [markdown]
 # The same record at representative points, with each point's bytes floor (`max(launch, bytes / measured
 # bandwidth)`) and the fraction of it reached (`roofline frac`, 1.0 = on the roofline):
 
 # %%
-print(viz.record_label(sweep[1], sweep[2]) if sweep[0] else "NO RECORD")
-display(Markdown(report.representative_table(idx, "select") if sweep[0] else "NO RECORD"))
+print(records.record_label(sweep[1], sweep[2]) if sweep[0] else "NO RECORD")
+display(Markdown(report_tables.representative_table(idx, "select") if sweep[0] else "NO RECORD"))
 
 # %% [markdown]
 # **What it means.** From 1 to 32 rows the time stays nearly flat, far above a floor of one launch: the chain sets
@@ -137,21 +138,21 @@ display(Markdown(report.representative_table(idx, "select") if sweep[0] else "NO
 # seed's MI355X medians. The GPUs differ, so compare the shape across contexts, not the absolute numbers.
 
 # %%
-tile_note = viz.load_records("tile_note", gpu="mi355x_seed")
-print(viz.record_label(tile_note[1], tile_note[2]))
-print(proofs.format_table(tile_note[0]) if tile_note[0] else "NO RECORD")
+tile_note = records.load_records("tile_note", gpu="mi355x_seed")
+print(records.record_label(tile_note[1], tile_note[2]))
+print(tables.format_table(tile_note[0]) if tile_note[0] else "NO RECORD")
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-viz.seed_comparison_figure(sweep, seed_speedup)
+figures.seed_comparison_figure(sweep, seed_speedup)
 
 # %%
 print("this project, select stage:")
-print(proofs.format_table(viz.speedup_rows(sweep[0])) if sweep[0] else "NO RECORD")
+print(tables.format_table(tables.speedup_rows(sweep[0])) if sweep[0] else "NO RECORD")
 print("this project, full stage:")
-print(proofs.format_table(viz.speedup_rows(sweep[0], stage="full")) if sweep[0] else "NO RECORD")
-print(viz.record_label(seed_speedup[1], seed_speedup[2]) + ":")
-print(proofs.format_table(seed_speedup[0]) if seed_speedup[0] else "NO RECORD")
+print(tables.format_table(tables.speedup_rows(sweep[0], stage="full")) if sweep[0] else "NO RECORD")
+print(records.record_label(seed_speedup[1], seed_speedup[2]) + ":")
+print(tables.format_table(seed_speedup[0]) if seed_speedup[0] else "NO RECORD")
 
 # %% [markdown]
 # **What it means.** The speedup still falls with context, because a longer row streams more bytes while `torch.topk`
@@ -168,9 +169,9 @@ print(proofs.format_table(seed_speedup[0]) if seed_speedup[0] else "NO RECORD")
 # reference first (best of the radix select's two tile sizes, normal values):
 
 # %%
-radix = viz.load_records("radix_dev")
-print(viz.record_label(radix[1], radix[2]) if radix[0] else "NO RECORD")
-print(proofs.format_table([r for r in viz.radix_dev_rows(radix[0]) if r["dist"] == "normal"])
+radix = records.load_records("radix_dev")
+print(records.record_label(radix[1], radix[2]) if radix[0] else "NO RECORD")
+print(tables.format_table([r for r in dev_runs.radix_dev_rows(radix[0]) if r["dist"] == "normal"])
       if radix[0] else "NO RECORD")
 
 # %% [markdown]
@@ -180,10 +181,10 @@ print(proofs.format_table([r for r in viz.radix_dev_rows(radix[0]) if r["dist"] 
 # (`hier`) and hier with register radix stages (`rsel`):
 
 # %%
-radix_split = viz.load_records(dev("F"))
-print(viz.record_label(radix_split[1], radix_split[2]) if radix_split[0] else "NO RECORD")
+radix_split = records.load_records(dev("F"))
+print(records.record_label(radix_split[1], radix_split[2]) if radix_split[0] else "NO RECORD")
 if radix_split[0]:
-    print(proofs.format_table(viz.variant_rows(radix_split[0], ["torch", "hier", "rsel", "r30", "r33"],
+    print(tables.format_table(dev_runs.variant_rows(radix_split[0], ["torch", "hier", "rsel", "r30", "r33"],
                                                dist="normal")))
 
 # %% [markdown]
@@ -196,9 +197,9 @@ if radix_split[0]:
 # distribution), and at k = 2048 and 256K per row count:
 
 # %%
-display(Markdown(report.k_table(idx, "select") if sweep[0] else "NO RECORD"))
+display(Markdown(report_tables.k_table(idx, "select") if sweep[0] else "NO RECORD"))
 print("k = 2048, 256K context, select stage, by rows:")
-print(proofs.format_table(viz.speedup_rows(viz.select_rows(sweep[0], context=262144), k=2048, by="rows"))
+print(tables.format_table(tables.speedup_rows(records.select_rows(sweep[0], context=262144), k=2048, by="rows"))
       if sweep[0] else "NO RECORD")
 
 # %% [markdown]
@@ -212,10 +213,10 @@ print(proofs.format_table(viz.speedup_rows(viz.select_rows(sweep[0], context=262
 # dispatch (bisect from SM/6 rows), `radix` the radix select it replaced there.
 
 # %%
-ab = viz.load_records("k_large/select_ab_final")
-print(viz.record_status(ab))
+ab = records.load_records("k_large/select_ab_final")
+print(records.record_status(ab))
 if ab[0]:
-    print(proofs.format_table(viz.variant_rows(ab[0], ["torch", "torch_live", "radix", "triton"], dist="normal")))
+    print(tables.format_table(dev_runs.variant_rows(ab[0], ["torch", "torch_live", "radix", "triton"], dist="normal")))
 
 # %% [markdown]
 # The bracket replaced a plain bisection for the k-th word (steps until the word itself, then a second pass that
@@ -294,10 +295,10 @@ against_previous("0ae5745")
 # kernel after each stage (`scripts/gpu_bisect_stages.py`) shows where a wave goes:
 
 # %%
-stages = viz.load_records("k_large/bisect_stages_7ef8050")
-print(viz.record_status(stages))
+stages = records.load_records("k_large/bisect_stages_7ef8050")
+print(records.record_status(stages))
 if stages[0]:
-    print(proofs.format_table([{k: "-" if r[k] is None else r[k]
+    print(tables.format_table([{k: "-" if r[k] is None else r[k]
                                 for k in ("dist", "k", "variant", "median_us", "per_wave_us", "check")}
                                for r in stages[0]]))
 
@@ -316,12 +317,12 @@ if stages[0]:
 
 # %%
 for name in ("k_large/bisect_pipes_601327a", "k_large/bisect_pipes_30373a5_warm", "k_large/bisect_pipes_e8cefdd_warm"):
-    pipes = viz.load_records(name)
+    pipes = records.load_records(name)
     kept = (pipes[1] or {}).get("cache_control", "all") == "none"
-    print(viz.record_label(pipes[1], pipes[2]) if pipes[0] else "NO RECORD",
+    print(records.record_label(pipes[1], pipes[2]) if pipes[0] else "NO RECORD",
           "· caches", "kept" if kept else "flushed", "between the profiler's passes")
     if pipes[0]:
-        print(proofs.format_table(viz.pipe_rows(pipes[0])))
+        print(tables.format_table(dev_runs.pipe_rows(pipes[0])))
 
 # %% [markdown]
 # **What it means.** One program per row leaves 4 warps a scheduler, and the row's integer work (compares, selects,
@@ -348,10 +349,10 @@ for name in ("k_large/bisect_pipes_601327a", "k_large/bisect_pipes_30373a5_warm"
 # per shape, each draw's slowest / fastest time over the five distributions, summarized over the draws:
 
 # %%
-spread = viz.load_records("k_large/select_ab_dists_seeds")
-print(viz.record_label(spread[1], spread[2]) if spread[0] else "NO RECORD")
+spread = records.load_records("k_large/select_ab_dists_seeds")
+print(records.record_label(spread[1], spread[2]) if spread[0] else "NO RECORD")
 if spread[0]:
-    print(proofs.format_table(viz.dist_spread_rows(spread[0])))
+    print(tables.format_table(dev_runs.dist_spread_rows(spread[0])))
 
 # %% [markdown]
 # **What it means.** The fastest distributions take the same time in every draw; the slowest moves by about 2 µs
@@ -364,10 +365,10 @@ if spread[0]:
 # No H200 was lent for it: every request for one got an H100. The same seven-draw run on an H100, at this kernel:
 
 # %%
-spread100 = viz.load_records("k_large/select_ab_dists_seeds", gpu="h100")
-print(viz.record_label(spread100[1], spread100[2]) if spread100[0] else "NO RECORD")
+spread100 = records.load_records("k_large/select_ab_dists_seeds", gpu="h100")
+print(records.record_label(spread100[1], spread100[2]) if spread100[0] else "NO RECORD")
 if spread100[0]:
-    print(proofs.format_table(viz.dist_spread_rows(spread100[0])))
+    print(tables.format_table(dev_runs.dist_spread_rows(spread100[0])))
 
 # %% [markdown]
 # **What it means.** On the H100 no draw of any shape passes 1.2x: the worst is 1.158, 128 rows at k = 512, the
@@ -386,10 +387,10 @@ if spread100[0]:
 # kernel was recorded on):
 
 # %%
-big = viz.load_records("k_large_sweep/select_sweep", gpu="h100")
-idx_big = report.index(big[0]) if big[0] else {}
-display(Markdown(report.provenance(big[1], big[0], big[2]) if big[0] else "NO RECORD"))
-display(Markdown(report.table(["target", "measured", "status", "detail"], report.large_k_targets(idx_big))
+big = records.load_records("k_large_sweep/select_sweep", gpu="h100")
+idx_big = points.index(big[0]) if big[0] else {}
+display(Markdown(markdown.provenance(big[1], big[0], big[2]) if big[0] else "NO RECORD"))
+display(Markdown(markdown.table(["target", "measured", "status", "detail"], targets.large_k_targets(idx_big))
                  if big[0] else "NO RECORD"))
 
 # %% [markdown]
@@ -403,9 +404,9 @@ display(Markdown(report.table(["target", "measured", "status", "detail"], report
 ceilings = (big[1] or {}).get("ceilings")
 for kk in (2048, 512):
     print(f"H100, k = {kk}, 256K context, full stage:")
-    display(Markdown(report.full_budget_table(idx_big, 262144, kk, ceilings) if ceilings else "NO RECORD"))
+    display(Markdown(targets.full_budget_table(idx_big, 262144, kk, ceilings) if ceilings else "NO RECORD"))
 print("H200 (the main record: the previous kernel, torch arms from an earlier run), k = 2048, 256K context, full stage:")
-display(Markdown(report.full_budget_table(idx, 262144, 2048, sweep[1]["ceilings"]) if sweep[0] else "NO RECORD"))
+display(Markdown(targets.full_budget_table(idx, 262144, 2048, sweep[1]["ceilings"]) if sweep[0] else "NO RECORD"))
 
 # %% [markdown]
 # **What it means.** On the H100, at 640 rows, 3x over `torch` asks for less time than the default composition's
@@ -431,7 +432,7 @@ display(Markdown(report.full_budget_table(idx, 262144, 2048, sweep[1]["ceilings"
 
 # %%
 for name in ("fuzz_large_k.json", "verify_matrix_large_k.csv"):
-    print(viz.summarize_verification(viz.data_dir() / "h100" / "k_large" / name))
+    print(records.summarize_verification(records.data_dir() / "h100" / "k_large" / name))
 
 # %% [markdown]
 # ## 5. Fewer dependent steps: the short chains (k = 64, 16K-64K)
@@ -443,10 +444,10 @@ for name in ("fuzz_large_k.json", "verify_matrix_large_k.csv"):
 # against the stage-A chain (`chain_a`) on the same inputs (predicted 10.0 → about 5.5 µs at 1 row; measured 7.7):
 
 # %%
-tune16 = viz.load_records(dev("K"))
-print(viz.record_label(tune16[1], tune16[2]) if tune16[0] else "NO RECORD")
+tune16 = records.load_records(dev("K"))
+print(records.record_label(tune16[1], tune16[2]) if tune16[0] else "NO RECORD")
 if tune16[0]:
-    print(proofs.format_table(viz.variant_rows(tune16[0], ["torch", "default", "chain_a"], stage="select", k=64)))
+    print(tables.format_table(dev_runs.variant_rows(tune16[0], ["torch", "default", "chain_a"], stage="select", k=64)))
 
 # %% [markdown]
 # The wider super groups everywhere (`g2_16`) against the kernel without them (`default`): 64K rows gain (they now
@@ -455,21 +456,21 @@ if tune16[0]:
 # chain that a row takes when its own extent fits:
 
 # %%
-tune64 = viz.load_records(dev("L"))
-print(viz.record_label(tune64[1], tune64[2]) if tune64[0] else "NO RECORD")
+tune64 = records.load_records(dev("L"))
+print(records.record_label(tune64[1], tune64[2]) if tune64[0] else "NO RECORD")
 if tune64[0]:
-    print(proofs.format_table(viz.variant_rows(tune64[0], ["torch", "default", "g2_16"], stage="select", k=64)))
+    print(tables.format_table(dev_runs.variant_rows(tune64[0], ["torch", "default", "g2_16"], stage="select", k=64)))
 
 # %% [markdown]
 # And the check that the chains earn their code: both short chains compiled out (`chains_off`) against the kernel
 # with them (`default`; `fast` adds the unmasked whole-tile loads that the kernel also kept):
 
 # %%
-chains = viz.load_records(dev("M"))
-print(viz.record_label(chains[1], chains[2]) if chains[0] else "NO RECORD")
+chains = records.load_records(dev("M"))
+print(records.record_label(chains[1], chains[2]) if chains[0] else "NO RECORD")
 if chains[0]:
-    print(proofs.format_table(viz.variant_rows(chains[0], ["torch", "default", "fast", "chains_off"], stage="select",
-                                               k=64)))
+    print(tables.format_table(dev_runs.variant_rows(chains[0], ["torch", "default", "fast", "chains_off"],
+                                                    stage="select", k=64)))
 
 # %% [markdown]
 # **What it means.** Without the chains, 64K rows are much slower, and 256K rows are within a few percent either
@@ -487,9 +488,9 @@ if chains[0]:
 # point, set beside that point's bytes floor.
 
 # %%
-lat = viz.load_records("latency_ladder")
+lat = records.load_records("latency_ladder")
 f640 = idx.get(("triton", "select", 262144, 128, 5, 64, "normal"), {}).get("floor_us")
-Markdown(report.latency_section(lat[0], lat[1] or {}, lat[2], "####", f640) if lat[0] else "NO RECORD")
+Markdown(sections.latency_section(lat[0], lat[1] or {}, lat[2], "####", f640) if lat[0] else "NO RECORD")
 
 # %% [markdown]
 # Is that limit Triton's or the GPU's? `scripts/gpu_cuda_select_probe.py` answers by measurement with two selects
@@ -499,8 +500,8 @@ Markdown(report.latency_section(lat[0], lat[1] or {}, lat[2], "####", f640) if l
 # rest:
 
 # %%
-probe = viz.load_records("cuda_probe/cuda_probe")
-Markdown(report.cuda_probe_section(probe[0], probe[1] or {}, probe[2], "####") if probe[0] else "NO RECORD")
+probe = records.load_records("cuda_probe/cuda_probe")
+Markdown(sections.cuda_probe_section(probe[0], probe[1] or {}, probe[2], "####") if probe[0] else "NO RECORD")
 
 # %% [markdown]
 # **What it means.** One CTA per row is no faster than Triton at 16K and 256K, because a single SM issues all the
@@ -520,9 +521,9 @@ Markdown(report.cuda_probe_section(probe[0], probe[1] or {}, probe[2], "####") i
 # default arm's floor:
 
 # %%
-print(viz.record_label(sweep[1], sweep[2]) if sweep[0] else "NO RECORD")
-display(Markdown(report.fused_table(idx) if sweep[0] else "NO RECORD"))
-display(Markdown(report.representative_table(idx, "full") if sweep[0] else "NO RECORD"))
+print(records.record_label(sweep[1], sweep[2]) if sweep[0] else "NO RECORD")
+display(Markdown(report_tables.fused_table(idx) if sweep[0] else "NO RECORD"))
+display(Markdown(report_tables.representative_table(idx, "full") if sweep[0] else "NO RECORD"))
 
 # %% [markdown]
 # Why the fused stream is slow was measured, not guessed. Unmasked 16-byte loads moved it little
@@ -535,10 +536,10 @@ display(Markdown(report.representative_table(idx, "full") if sweep[0] else "NO R
 # ceiling of this loop shape. Per shape and variant, the fastest configuration:
 
 # %%
-stagea = viz.load_records("tune_dev/stagea_dev")
-print(viz.record_label(stagea[1], stagea[2]) if stagea[0] else "NO RECORD")
+stagea = records.load_records("tune_dev/stagea_dev")
+print(records.record_label(stagea[1], stagea[2]) if stagea[0] else "NO RECORD")
 if stagea[0]:
-    print(proofs.format_table(viz.stagea_rows(stagea[0])))
+    print(tables.format_table(dev_runs.stagea_rows(stagea[0])))
 
 # %% [markdown]
 # **What it means.** The kernel now loads whole tiles as `flat_hi` does (`_l1_keys_whole`), close to the bare read
@@ -561,7 +562,7 @@ print("ceilings:", (sweep[1] or {}).get("ceilings", "NO RECORD"))
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-viz.roofline_figure(*sweep)
+figures.roofline_figure(*sweep)
 
 # %% [markdown]
 # The same at k = 2048. The byte model counts one read of the live scores (and the logits for `full`); the radix
@@ -570,19 +571,19 @@ viz.roofline_figure(*sweep)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-viz.roofline_figure(*sweep, k=2048)
+figures.roofline_figure(*sweep, k=2048)
 
 # %%
 if sweep[0]:
     for stage in ("select", "full"):
-        pts = viz.select_rows(sweep[0], stage=stage, k=64, dist="normal")
+        pts = records.select_rows(sweep[0], stage=stage, k=64, dist="normal")
         for arm in sorted({r["arm"] for r in pts}):
-            fr = sorted(r["roofline_frac"] for r in viz.select_rows(pts, arm=arm) if r.get("roofline_frac"))
+            fr = sorted(r["roofline_frac"] for r in records.select_rows(pts, arm=arm) if r.get("roofline_frac"))
             if fr:
                 print(f"{stage:6s} {arm:15s} roofline fraction: median {fr[len(fr) // 2]:.3f}, best {fr[-1]:.3f}, worst {fr[0]:.3f}")
-    display(Markdown(report.table(["target", "measured", "status", "detail"],
-                                  [report.big_point_target(idx, "select", limit_us=40.0),
-                                   report.big_point_target(idx, "full", floor_mult=1.5)])))
+    display(Markdown(markdown.table(["target", "measured", "status", "detail"],
+                                  [targets.big_point_target(idx, "select", limit_us=40.0),
+                                   targets.big_point_target(idx, "full", floor_mult=1.5)])))
 else:
     print("NO RECORD")
 
@@ -593,11 +594,11 @@ else:
 # for live logits read once (the fused arm's floor in the sweep):
 
 # %%
-bound = viz.load_records("tune_dev/overlap_bound")
-print(viz.record_label(bound[1], bound[2]) if bound[0] else "NO RECORD")
+bound = records.load_records("tune_dev/overlap_bound")
+print(records.record_label(bound[1], bound[2]) if bound[0] else "NO RECORD")
 if bound[0]:
-    print(proofs.format_table([{c: r[c] for c in ("context", "rows", "arm", "median_us", "check")} for r in bound[0]]))
-    live = [r["floor_us"] for r in viz.select_rows(sweep[0] or [], stage="full", context=262144, concurrency=128,
+    print(tables.format_table([{c: r[c] for c in ("context", "rows", "arm", "median_us", "check")} for r in bound[0]]))
+    live = [r["floor_us"] for r in records.select_rows(sweep[0] or [], stage="full", context=262144, concurrency=128,
                                                    next_n=5, k=64, dist="normal", arm="triton_fused") if r.get("floor_us")]
     best = min(r["median_us"] for r in bound[0] if r["context"] == 262144 and r["rows"] == 640
                and r["arm"].startswith("concurrent"))
@@ -720,8 +721,8 @@ TRIED = [  # (option, what it was, verdict, [(record, stage, baseline arm, candi
      "not adopted: slower at every point, the 1 % NaN rows too; the loads first kept alone",
      [(dev("BN_select"), SEL, "pkg_head", ("new", "pkg_R", "pkg_Rhead"))]),
 ]
-tried = viz.tried_rows(TRIED)
-Markdown(report.table(list(tried[0]), [list(r.values()) for r in tried]))
+tried = dev_runs.tried_rows(TRIED)
+Markdown(markdown.table(list(tried[0]), [list(r.values()) for r in tried]))
 
 # %% [markdown]
 # ## Try it: rows × context
@@ -731,4 +732,4 @@ Markdown(report.table(list(tried[0]), [list(r.values()) for r in tried]))
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-viz.rows_widget(records=sweep)
+widgets.rows_widget(records=sweep)

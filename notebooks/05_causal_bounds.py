@@ -16,10 +16,10 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")  # before dsa_lab is imported
 
 import dsa_lab
-from dsa_lab.workbook import proofs, viz
+from dsa_lab.workbook import backend, causal, figures, records, tables
 
-viz.setup("none")
-print(viz.backend_banner())
+figures.setup("none")
+print(backend.backend_banner())
 
 # %% [markdown]
 # ## Two layouts of the bounds
@@ -30,7 +30,7 @@ print(viz.backend_banner())
 # they describe the same bounds they give the same ends:
 
 # %%
-print(proofs.format_table(proofs.decode_bounds_table([37, 150, 4], 3)))
+print(tables.format_table(causal.decode_bounds_table([37, 150, 4], 3)))
 
 # %% [markdown]
 # ## The poisoned-tail experiment
@@ -45,7 +45,7 @@ print(proofs.format_table(proofs.decode_bounds_table([37, 150, 4], 3)))
 
 # %%
 for layout in ("1d", "2d"):
-    res = proofs.poisoned_tail_experiment(layout=layout)
+    res = causal.poisoned_tail_experiment(layout=layout)
     print(f"context_lens layout {layout}:")
     for k, v in res.items():
         if k not in ("layout", "selected_blocks"):
@@ -61,10 +61,10 @@ print("selected blocks (sorted):", res["selected_blocks"])
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-producer_rec = viz.load_records("producer_sweep")
-step = viz.load_records("step_breakdown")
-print(viz.record_status(producer_rec))
-print(proofs.format_table(viz.sanitize_rows(producer_rec[0])) if producer_rec[0] else "")
+producer_rec = records.load_records("producer_sweep")
+step = records.load_records("step_breakdown")
+print(records.record_status(producer_rec))
+print(tables.format_table(tables.sanitize_rows(producer_rec[0])) if producer_rec[0] else "")
 
 # %% [markdown]
 # ## The producer on the roofline
@@ -80,11 +80,11 @@ print(proofs.format_table(viz.sanitize_rows(producer_rec[0])) if producer_rec[0]
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-viz.producer_roofline_figure(*producer_rec)
+figures.producer_roofline_figure(*producer_rec)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-print(proofs.format_table(viz.producer_roofline_rows(producer_rec[0], producer_rec[1])) if producer_rec[0]
+print(tables.format_table(tables.producer_roofline_rows(producer_rec[0], producer_rec[1])) if producer_rec[0]
       else "NO RECORD")
 
 # %% [markdown]
@@ -100,11 +100,11 @@ print(proofs.format_table(viz.producer_roofline_rows(producer_rec[0], producer_r
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-viz.step_breakdown_figure(*step, next_n=1)
+figures.step_breakdown_figure(*step, next_n=1)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-viz.step_breakdown_figure(*step, next_n=5)
+figures.step_breakdown_figure(*step, next_n=5)
 
 # %% [markdown]
 # ## The producer hands the consumer what it reads
@@ -124,7 +124,7 @@ viz.step_breakdown_figure(*step, next_n=5)
 
 # %%
 for layout in ("1d", "2d"):
-    res = proofs.fused_step_experiment(layout=layout)
+    res = causal.fused_step_experiment(layout=layout)
     print(f"context_lens layout {layout}:")
     for k, v in res.items():
         print(f"  {k:50s} {v}")
@@ -135,16 +135,16 @@ for layout in ("1d", "2d"):
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-viz.fused_step_figure(*step, next_n=1)
+figures.fused_step_figure(*step, next_n=1)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-viz.fused_step_figure(*step, next_n=5)
+figures.fused_step_figure(*step, next_n=5)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-print(viz.fused_step_summary(step[0]) if step[0] else "NO RECORD")
-print(proofs.format_table(viz.fused_step_rows(step[0])) if step[0] else "")
+print(tables.fused_step_summary(step[0]) if step[0] else "NO RECORD")
+print(tables.format_table(tables.fused_step_rows(step[0])) if step[0] else "")
 
 # %% [markdown]
 # **Consequence.** With the block scores written by the producer, the step costs little more than the producer
@@ -158,10 +158,10 @@ print(proofs.format_table(viz.fused_step_rows(step[0])) if step[0] else "")
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-ab = viz.load_records("tune_dev/producer_ab_epilogue")
-print(viz.record_status(ab))
+ab = records.load_records("tune_dev/producer_ab_epilogue")
+print(records.record_status(ab))
 if ab[0]:
-    print(proofs.format_table([{k: r[k] for k in ("arm", "next_n", "median_us", "tflops", "check")} for r in ab[0]
+    print(tables.format_table([{k: r[k] for k in ("arm", "next_n", "median_us", "tflops", "check")} for r in ab[0]
                                if r["arm"] in ("cur", "fused", "r+f")]))
 
 # %% [markdown]
@@ -176,6 +176,6 @@ if ab[0]:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-print(viz.record_status(step))
+print(records.record_status(step))
 if step[0]:
-    print(proofs.format_table(viz.itl_compare_rows(step[0], itl_ms=14.6, layers=61, arm="fused")))
+    print(tables.format_table(tables.itl_compare_rows(step[0], itl_ms=14.6, layers=61, arm="fused")))

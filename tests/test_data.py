@@ -73,14 +73,14 @@ def _writer(args):
 
 def test_commit_column_stays_text(tmp_path):
     """A short commit hash that reads as a number (3e42133 is float inf, 0123456 an int without its zero) stays the
-    text it was, in the package's loader and through the notebooks' (``viz.load_records``); other columns still
+    text it was, in the package's loader and through the notebooks' (``records.load_records``); other columns still
     convert."""
-    from dsa_lab.workbook import viz
+    from dsa_lab.workbook import records
 
     p = tmp_path / "h200" / "r.csv"
     p.parent.mkdir()
     p.write_text("median_us,commit\n1.5,3e42133\n2,0123456\n3,\n")
-    for rows in (data.load_rows(p), viz.load_records("r", root=tmp_path)[0]):
+    for rows in (data.load_rows(p), records.load_records("r", root=tmp_path)[0]):
         assert [r["commit"] for r in rows] == ["3e42133", "0123456", None]
         assert [r["median_us"] for r in rows] == [1.5, 2, 3]
 

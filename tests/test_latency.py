@@ -39,11 +39,12 @@ def test_chain_topk_bad_input():
 def test_report_latency_section_from_a_recorded_format_csv(tmp_path):
     """The report's latency section reads the script's CSV format: one column per num_warps, the 1-row select table
     and the floor sentence; no CSV, no section.  (Format only: the times here come from a stub timer.)"""
-    from dsa_lab.bench import data, report
+    from dsa_lab.bench import data
+    from dsa_lab.bench.report import sections
     from dsa_lab.bench.timing import Timing
 
     path = tmp_path / "latency_ladder.csv"
-    assert report.latency_section([], {}, path, "###") == ""
+    assert sections.latency_section([], {}, path, "###") == ""
     cases = [c for c in lt.LADDER_CASES if c[1] <= 1024]
     for nw, t in ((8, 1.5), (4, 2.5)):
         stub = lambda fn, t=t: Timing(t, t, t, t, t, 1, 1, "cuda graph")  # noqa: E731
@@ -52,7 +53,7 @@ def test_report_latency_section_from_a_recorded_format_csv(tmp_path):
                 "case", "n", "k", "stages", "num_warps", "rows", "median_us", "check")}})
     data.append_row(path, {"what": "select triton", "case": "1 row", "n": 32768, "k": 64, "stages": "",
                            "num_warps": "", "rows": 1, "median_us": 12.5, "check": "ok", "context": 262144})
-    md = report.latency_section(data.load_rows(path), {}, path, "###")
+    md = sections.latency_section(data.load_rows(path), {}, path, "###")
     assert "| 3 x topk 512 -> 64 (dependent: B, C, D) | 1.50 | 2.50 |" in md
     assert "| 256K | 12.50 |" in md and "three dependent 512 → 64 stages (the chain B → C → D) 1.50 µs" in md
     assert "(12.50-12.50 µs)" in md
@@ -60,9 +61,9 @@ def test_report_latency_section_from_a_recorded_format_csv(tmp_path):
     for nw, t in ((8, 45.0), (4, 52.0)):
         data.append_row(path, {"what": "ladder", "context": "", "case": lt.THROUGHPUT_CASES[-1][0], "n": 512,
                                "k": 64, "stages": 3, "num_warps": nw, "rows": 640, "median_us": t, "check": "ok"})
-    md = report.latency_section(data.load_rows(path), {}, path, "###")
+    md = sections.latency_section(data.load_rows(path), {}, path, "###")
     assert "the three 512 → 64 stages alone take 45.00 µs: more than the 40 µs" in md and "bytes floor" not in md
-    md = report.latency_section(data.load_rows(path), {}, path, "###", 18.5)
+    md = sections.latency_section(data.load_rows(path), {}, path, "###", 18.5)
     assert "(18.50 µs, the sweep's) in front of it and no overlap between the two, 63.50 µs." in md
 
 

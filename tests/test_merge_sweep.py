@@ -5,7 +5,8 @@ import importlib.util
 import json
 import os
 
-from dsa_lab.bench import data, sweep
+from dsa_lab.bench import data
+from dsa_lab.bench.sweep import plan
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -18,7 +19,7 @@ def _merge():
 
 
 def _row(arm, stage, ctx, us, commit):
-    r = {c: "" for c in sweep.SELECT_COLUMNS}
+    r = {c: "" for c in plan.SELECT_COLUMNS}
     r.update(arm=arm, stage=stage, context=ctx, concurrency=1, next_n=1, rows=1, k=64, dist="normal", median_us=us,
              commit=commit)
     return r
@@ -28,14 +29,14 @@ def test_merge_keeps_whole_points(tmp_path):
     old = tmp_path / "old.csv"
     for ctx in (4096, 16384, 65536):
         for arm in ("torch", "triton"):
-            data.append_row(old, _row(arm, "select", ctx, 10.0, "old"), sweep.SELECT_COLUMNS)
+            data.append_row(old, _row(arm, "select", ctx, 10.0, "old"), plan.SELECT_COLUMNS)
     run = tmp_path / "r1"
     run.mkdir()
     path = run / "select_sweep.csv"
     for arm in ("torch", "triton"):
-        data.append_row(path, _row(arm, "select", 4096, 5.0, "new"), sweep.SELECT_COLUMNS)
-        data.append_row(path, _row(arm, "full", 4096, 7.0, "new"), sweep.SELECT_COLUMNS)
-    data.append_row(path, _row("torch", "select", 16384, 6.0, "new"), sweep.SELECT_COLUMNS)  # its triton arm missing
+        data.append_row(path, _row(arm, "select", 4096, 5.0, "new"), plan.SELECT_COLUMNS)
+        data.append_row(path, _row(arm, "full", 4096, 7.0, "new"), plan.SELECT_COLUMNS)
+    data.append_row(path, _row("torch", "select", 16384, 6.0, "new"), plan.SELECT_COLUMNS)  # its triton arm missing
     meta = {"commit": "new", "ceilings": {"stream_gbps": 1.0}, "runs": [{"commit": "new", "command": "dsa-lab sweep"}]}
     (run / "select_sweep.meta.json").write_text(json.dumps(meta))
     out = tmp_path / "out"
@@ -56,12 +57,12 @@ def test_merge_arms_replaces_only_those_arms(tmp_path):
     old = tmp_path / "old.csv"
     for ctx in (4096, 16384):
         for arm in ("torch", "triton"):
-            data.append_row(old, _row(arm, "select", ctx, 10.0, "old"), sweep.SELECT_COLUMNS)
+            data.append_row(old, _row(arm, "select", ctx, 10.0, "old"), plan.SELECT_COLUMNS)
     (tmp_path / "old.meta.json").write_text(json.dumps({"commit": "old", "ceilings": {"stream_gbps": 2.0},
                                                         "runs": [{"commit": "old"}]}))
     run = tmp_path / "r1"
     run.mkdir()
-    data.append_row(run / "select_sweep.csv", _row("triton", "select", 4096, 5.0, "new"), sweep.SELECT_COLUMNS)
+    data.append_row(run / "select_sweep.csv", _row("triton", "select", 4096, 5.0, "new"), plan.SELECT_COLUMNS)
     (run / "select_sweep.meta.json").write_text(json.dumps({"commit": "new", "ceilings": {"stream_gbps": 1.0},
                                                             "torch": "9", "runs": [{"commit": "new"}]}))
     out = tmp_path / "out"

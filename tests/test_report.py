@@ -3,7 +3,9 @@ import pytest
 
 from dsa_lab import cli
 
-from dsa_lab.bench import data, report, sweep
+from dsa_lab.bench import data
+from dsa_lab.bench.report import points, sections, tables, targets, writer
+from dsa_lab.bench.sweep import plan
 
 CONTEXTS = (4096, 16384, 65536, 262144)
 
@@ -33,12 +35,12 @@ def record(tmp_path):
                 for arm, us in arms:
                     data.append_row(path, _row(arm, stage, c, conc, nn, 64, "normal", us,
                                                floor=tr / 1.2 if c == 262144 and conc == 128 else 1.0),
-                                    sweep.SELECT_COLUMNS)
+                                    plan.SELECT_COLUMNS)
     for d_, f in (("shifted", 1.05), ("equal", 1.1), ("nan1pct", 1.0), ("ramp", 0.95)):
         for arm, us in (("torch", 50.0), ("torch_live", 25.0), ("triton", 50 / 12 * f)):
-            data.append_row(path, _row(arm, "select", 4096, 1, 1, 64, d_, us), sweep.SELECT_COLUMNS)
+            data.append_row(path, _row(arm, "select", 4096, 1, 1, 64, d_, us), plan.SELECT_COLUMNS)
     for arm, us in (("torch", 60.0), ("torch_live", 30.0), ("triton", 15.0)):
-        data.append_row(path, _row(arm, "select", 4096, 1, 1, 2048, "normal", us), sweep.SELECT_COLUMNS)
+        data.append_row(path, _row(arm, "select", 4096, 1, 1, 2048, "normal", us), plan.SELECT_COLUMNS)
     meta = {"gpu_name": "NVIDIA H200", "sm_count": 132, "driver": "570.00", "torch": "2.11", "triton": "3.6",
             "commit": "abc123def456", "dirty": False, "date_utc": "2026-11-29T08:00:00+00:00",
             "ceilings": {"stream_gbps": 4640.0, "launch_us": 1.21, "two_launch_us": 1.78}}
@@ -49,7 +51,7 @@ def record(tmp_path):
                            ("triton", "step", 40.0), ("torch", "step", 140.0)):
         r = _row(arm, stage, 65536, 32, 3, 64, "producer", us)
         r.update(heads=64, head_dim=128, block_kv=64)
-        data.append_row(sp, r, sweep.STEP_COLUMNS)
+        data.append_row(sp, r, plan.STEP_COLUMNS)
     data.save_meta(d / "step_breakdown.meta.json", meta)
     pp = d / "producer_sweep.csv"
     for arm, stage, us, frac, chk in (("triton", "logits", 100.0, 0.75, ""), ("torch", "logits", 2000.0, None, "rel_err=1e-6"),
@@ -58,13 +60,13 @@ def record(tmp_path):
         r.update(heads=64, head_dim=128, block_kv=64, stream_frac=frac, write_bytes=0, check=chk, gbps=3480.0,
                  roofline_frac=frac, mma_frac=frac and 0.5, tflops=frac and 700.0)
         r.pop("block_size")
-        data.append_row(pp, r, sweep.PRODUCER_COLUMNS)
+        data.append_row(pp, r, plan.PRODUCER_COLUMNS)
     data.save_meta(d / "producer_sweep.meta.json", dict(meta, ceilings=dict(meta["ceilings"], fp8_tflops=1400.0)))
     return d
 
 
 def test_report_tables_and_verdicts(record):
-    md = report.build(record)
+    md = writer.build(record)
     assert "NVIDIA H200" in md and "abc123def456" in md and "4640 GB/s" in md
     assert "empty Triton launch in a graph **1.21 µs**" in md
     lines = {l.split("|")[1].strip(): l for l in md.splitlines() if l.startswith("| select:") or l.startswith("| full:")}
@@ -93,23 +95,23 @@ def test_report_tables_and_verdicts(record):
 def test_every_point_target_is_scoped_to_k64(record):
     """The issue lists "every point faster" under "select stage, k = 64": a slow k = 2048 point shows in the
     every-k row (information, no verdict) and leaves the k = 64 verdict to the k = 64 points."""
-    idx = report.index([r for r in data.load_rows(record / "select_sweep.csv")
+    idx = points.index([r for r in data.load_rows(record / "select_sweep.csv")
                         if not (r["stage"] == "select" and int(r["context"]) == 262144)])  # drop the 1x points
     idx[("triton", "select", 4096, 1, 1, 2048, "normal")]["median_us"] = 99.0  # slower than torch (60) there
-    rows = {r[0]: r for r in report.select_targets(idx)}
+    rows = {r[0]: r for r in targets.select_targets(idx)}
     assert rows["select: every point faster than torch and torch_live"][2] == "**met**"
     beyond = rows["select: every point faster than torch and torch_live, every k (beyond the target's k = 64)"]
     assert beyond[2] == "—" and "k 2048" in beyond[3] and "2 not faster" in beyond[3]
 
 
 def test_layers_scale_the_share(record):
-    md = report.build(record, itl_ms=10.0, layers=61)
+    md = writer.build(record, itl_ms=10.0, layers=61)
     assert "24.40%" in md  # 40 µs × 61 / 10 ms
 
 
 def test_readme_rewrite(record, tmp_path):
     readme = tmp_path / "README.md"
-    readme.write_text(f"# x\n\n## Results\n\n{report.START}\nold\n{report.END}\n\nafter\n")
+    readme.write_text(f"# x\n\n## Results\n\n{writer.START}\nold\n{writer.END}\n\nafter\n")
     out = tmp_path / "r.md"
     assert cli.main(["report", "--data", str(record), "--out", str(out), "--readme", str(readme)]) == 0
     text = readme.read_text()
@@ -117,18 +119,18 @@ def test_readme_rewrite(record, tmp_path):
     assert "select: median speedup" in text and "Targets met:" in text and str(out.name) in text
     assert "Targets: select stage" not in text and "Speedup per context" not in text
     assert "Speedup per context" in out.read_text()  # the whole report beside it
-    assert text.count(report.START) == 1 and text.count(report.END) == 1
+    assert text.count(writer.START) == 1 and text.count(writer.END) == 1
     again = text
     assert cli.main(["report", "--data", str(record), "--out", str(out), "--readme", str(readme)]) == 0
     assert readme.read_text() == again  # idempotent
     bad = tmp_path / "BAD.md"
     bad.write_text("no markers")
     with pytest.raises(SystemExit):
-        report.rewrite_readme(bad, "x")
+        writer.rewrite_readme(bad, "x")
 
 
 def test_missing_record_is_said(tmp_path):
-    md = report.build(tmp_path / "nothing")
+    md = writer.build(tmp_path / "nothing")
     assert "No record" in md
 
 
@@ -137,11 +139,11 @@ def test_full_floor_target_uses_the_fewest_bytes_of_any_triton_arm():
     def row(arm, us, floor):
         return {"arm": arm, "stage": "full", "context": 262144, "concurrency": 128, "next_n": 5, "rows": 640, "k": 64,
                 "dist": "normal", "median_us": us, "floor_us": floor}
-    idx = report.index([row("triton", 270.0, 190.0), row("triton_fused", 450.0, 150.0)])
-    label, measured, status, detail = report.big_point_target(idx, "full", 64, floor_mult=1.5)[:4]
+    idx = points.index([row("triton", 270.0, 190.0), row("triton_fused", 450.0, 150.0)])
+    label, measured, status, detail = targets.big_point_target(idx, "full", 64, floor_mult=1.5)[:4]
     assert "1.80x" in measured and "not met" in status and "floor 150" in detail
-    idx = report.index([row("triton", 270.0, 190.0)])  # no fused record: the default arm's own floor
-    assert "1.42x" in report.big_point_target(idx, "full", 64, floor_mult=1.5)[1]
+    idx = points.index([row("triton", 270.0, 190.0)])  # no fused record: the default arm's own floor
+    assert "1.42x" in targets.big_point_target(idx, "full", 64, floor_mult=1.5)[1]
 
 
 def test_dist_ratio_compares_one_commits_rows_only():
@@ -153,12 +155,12 @@ def test_dist_ratio_compares_one_commits_rows_only():
                 "k": 64, "dist": dist, "median_us": us, "commit": commit}
     rows = [row("normal", 5.0, "new"), row("equal", 5.5, "new"), row("ramp", 9.0, "old"),
             row("normal", 6.0, "new", 32), row("ramp", 6.3, "new", 32)]
-    worst, where, n = report.dist_ratio(report.index(rows), "select", 64)
+    worst, where, n = targets.dist_ratio(points.index(rows), "select", 64)
     assert n == 2 and worst == pytest.approx(1.1) and "1 rows of another commit" in where
-    table = report.dist_table(report.index(rows), "select", 64)
+    table = tables.dist_table(points.index(rows), "select", 64)
     assert "1.050" in table and "1.800" not in table  # ramp / normal of the same commit only
     rows[2]["commit"] = "new"  # the same rows all of one commit: the ramp row counts
-    worst, where, n = report.dist_ratio(report.index(rows), "select", 64)
+    worst, where, n = targets.dist_ratio(points.index(rows), "select", 64)
     assert worst == pytest.approx(1.8) and "another commit" not in where
 
 
@@ -175,7 +177,7 @@ def _probe_rows():
 
 
 def test_cuda_probe_section_counts_and_target():
-    text = report.cuda_probe_section(_probe_rows(), {"gpu_name": "G"}, "p.csv", "###")
+    text = sections.cuda_probe_section(_probe_rows(), {"gpu_name": "G"}, "p.csv", "###")
     assert "4 checks ok, 1 refused, 0 failing" in text
     assert "| 16K | 5.00 | — | — | 4.40 | 5.60 | 200 | 74 |" in text  # the q-th threshold's time and M beside
     assert "| 256K | 10.50 | — | — | refused | — | — | — |" in text
@@ -185,10 +187,10 @@ def test_cuda_probe_section_counts_and_target():
 def test_cuda_probe_section_flags_failures_and_misses():
     rows = _probe_rows()
     rows[1].update(check="mismatch 1/1: row 0", median_us=None)
-    text = report.cuda_probe_section(rows, {}, "p.csv", "###")
+    text = sections.cuda_probe_section(rows, {}, "p.csv", "###")
     assert "**1 failing**" in text
     assert "cluster kernel: none. " in text
-    assert report.cuda_probe_section([], {}, "p.csv", "###") == ""
+    assert sections.cuda_probe_section([], {}, "p.csv", "###") == ""
 
 
 def test_full_targets_show_the_select_stage_bound():
@@ -205,12 +207,12 @@ def test_full_targets_show_the_select_stage_bound():
                  row("triton", "select", 16384, conc, 5.0),
                  row("torch", "full", 4096, conc, t), row("triton", "full", 4096, conc, 3.0),
                  row("triton", "select", 4096, conc, 2.0)]
-    idx = report.index(rows)
-    assert report.select_bound(idx, 16384) == pytest.approx(18.0)
-    t = {r[0]: r for r in report.full_targets(idx)}
+    idx = points.index(rows)
+    assert targets.select_bound(idx, 16384) == pytest.approx(18.0)
+    t = {r[0]: r for r in targets.full_targets(idx)}
     assert "at the select stage's own time: 18.00x" in t["full: median speedup over torch at 16K ≥ 15x"][3]
     assert t["full: median speedup over torch at 4K ≥ 15x"][2] == "**met**"  # 30x
-    note = report.bound_note(idx)
+    note = targets.bound_note(idx)
     assert "16K 1.20x" in note and "4K" not in note.replace("16K", "")
 
 
@@ -225,7 +227,7 @@ def test_compile_section_counts_variants_and_splits_cold_calls():
             {"first_call_ms": 0.7, "second_call_ms": 0.4, "first_in_process": False, "ok": False, "warmed": True,
              "process": 0}]
     meta = {"gpu_name": "G", "threads": 4, "commit": "abc"}
-    text = report.compile_section(warm, meta, "w.csv", cold, meta, "c.csv", "###")
+    text = sections.compile_section(warm, meta, "w.csv", cold, meta, "c.csv", "###")
     assert "3 variants compiled in 60.5 s with 4 threads" in text
     assert "| `_hier_kernel` | 2 | 40.0–60.5 |" in text
     assert "| the process's first call | 1 | 900 |" in text
@@ -233,8 +235,8 @@ def test_compile_section_counts_variants_and_splits_cold_calls():
     assert "| every kernel already launched in the process | 1 | 0.70 | 0.70–0.70 | 0.40 | 0 | 1 |" in text
     assert "no `dsa_lab.warmup.preload()` first" in text
     pre = [dict(r, preload_ms=1500.0) for r in cold]
-    assert "preload()` first: 1500–1500 ms" in report.compile_section(warm, meta, "w.csv", pre, meta, "c.csv", "###")
-    assert report.compile_section([], {}, "w.csv", [], {}, "c.csv", "###") == ""
+    assert "preload()` first: 1500–1500 ms" in sections.compile_section(warm, meta, "w.csv", pre, meta, "c.csv", "###")
+    assert sections.compile_section([], {}, "w.csv", [], {}, "c.csv", "###") == ""
 
 
 def test_large_k_targets_take_the_worst_context_and_every_point():
@@ -251,7 +253,7 @@ def test_large_k_targets_take_the_worst_context_and_every_point():
                     rows += [_row("torch", stage, c, conc, 5, k, "normal", us * sp),
                              _row("torch_live", stage, c, conc, 5, k, "normal", live),
                              _row("triton", stage, c, conc, 5, k, "normal", us)]
-    t = {r[0]: r for r in report.large_k_targets(report.index(rows))}
+    t = {r[0]: r for r in targets.large_k_targets(points.index(rows))}
     assert t["k = 2048, select: every point faster than torch and torch_live"][1:3] == ["8/8 faster", "**met**"]
     slow = t["k = 512, select: every point faster than torch and torch_live"]
     assert slow[1:3] == ["7/8 faster", "**not met**"] and "1.00x vs torch_live at ctx 4K, 5 rows" in slow[3]
@@ -274,7 +276,7 @@ def test_full_budget_rows_place_the_target_against_the_floors():
         f.update(bytes=int(floor * 1000), live_blocks=1)
         rows += [_row("torch", "full", 262144, conc, 1, 2048, "normal", torch_us), f,
                  _row("triton", "select", 262144, conc, 1, 2048, "normal", sel)]
-    got = report.full_budget_rows(report.index(rows), 262144, 2048, ceil)
+    got = targets.full_budget_rows(points.index(rows), 262144, 2048, ceil)
     assert [r[0] for r in got] == [1, 32, 128]
     assert got[0][3] == "3.33x" and got[0][-1] == "met"
     assert got[1][4:] == ["20.000", "10.000", "9.744", "10.000", "15.000", "select over the remainder"]
@@ -285,7 +287,7 @@ def test_full_budget_rows_place_the_target_against_the_floors():
 def test_report_adds_the_large_k_targets_where_the_record_has_them(record):
     """A record with k = 2048 rows gets the large-k targets (here select only: the full stage's rows are ungraded) and
     no full-stage allowance table without full-stage k = 2048 rows."""
-    md = report.build(record)
+    md = writer.build(record)
     assert "### Targets: k = 2048\n" in md
     assert "| k = 2048, select: every point faster than torch and torch_live | 2/2 faster | **met** |" in md
     assert "| k = 2048, select: median speedup over torch ≥ 3x at every context | lowest 4.00x (4K) | **met** |" in md

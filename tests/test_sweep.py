@@ -1,4 +1,5 @@
-"""`dsa-lab sweep` under the Triton interpreter (tiny shapes): columns, labels, checks, resumability."""
+"""dsa_lab.bench.sweep: `dsa-lab sweep` under the Triton interpreter (tiny shapes): columns, labels, checks,
+resumability; its plan, inputs and arms."""
 import json
 
 import pytest
@@ -6,7 +7,8 @@ import torch
 
 from dsa_lab import cli
 
-from dsa_lab.bench import data, sweep
+from dsa_lab.bench import data
+from dsa_lab.bench.sweep import arms, cli as sweep_cli, inputs, plan, runner
 
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter lane (GPU runs write real data)")
 
@@ -14,7 +16,7 @@ SEED = ["--seed", "7", "--no-progress"]
 
 
 def _keys(rows):
-    return [tuple(str(r[c]) for c in sweep.KEY) for r in rows]
+    return [tuple(str(r[c]) for c in plan.KEY) for r in rows]
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +40,7 @@ def test_quick_sweep_columns_and_labels(quick_dir):
     for r in rows:
         assert r["timing"] == "interpreter (not a performance measurement)"
         assert r["rows"] == r["concurrency"] * r["next_n"]
-        assert r["max_model_len"] == sweep.CPU_MML and r["block_size"] == 8
+        assert r["max_model_len"] == plan.CPU_MML and r["block_size"] == 8
         assert r["median_us"] > 0 and r["bytes"] > 0 and r["floor_us"] > 0
         assert r["p10_us"] <= r["median_us"] <= r["p90_us"]
         if r["arm"] != "torch":
@@ -90,7 +92,7 @@ def test_plan_filters(capsys):
 
 
 def test_failing_arm_is_reported_and_others_recorded(tmp_path, monkeypatch, capsys):
-    real = sweep.select_arm_fn
+    real = runner.select_arm_fn
 
     def broken(arm, inp, k):
         if arm == "torch_live":
@@ -99,7 +101,7 @@ def test_failing_arm_is_reported_and_others_recorded(tmp_path, monkeypatch, caps
             return fn
         return real(arm, inp, k)
 
-    monkeypatch.setattr(sweep, "select_arm_fn", broken)
+    monkeypatch.setattr(runner, "select_arm_fn", broken)
     rc = cli.main(["sweep", "--suite", "select", "--contexts", "512", "--concurrency", "1", "--next-n", "1",
                    "--out", str(tmp_path)] + SEED)
     assert rc == 1
@@ -141,24 +143,24 @@ def test_torch_topk_store_matches_the_torch_arm():
     x[1, 100:] = float("-inf")  # fewer candidates than k on row 1
     x[2, 5] = float("nan")
     for k in (1, 16, 250, 400):  # 400 > width: padded with -1
-        got = sweep.torch_topk_store(x, k)
+        got = arms.torch_topk_store(x, k)
         want = topk_select_torch(x, k)
         assert got.dtype == torch.int32 and got.shape == (3, k)
-        assert sweep.mismatched_rows(got, want) == 0
+        assert arms.mismatched_rows(got, want) == 0
 
 
 def test_inputs_follow_the_decode_bounds():
-    p = sweep.Point("select", "select", 100, 2, 3, 8, "normal")
-    assert sweep.decode_ends(100, 2, 3) == [98, 99, 100, 98, 99, 100]
-    inp = sweep.select_stage_inputs(p, 256, 0, "cpu")
+    p = plan.Point("select", "select", 100, 2, 3, 8, "normal")
+    assert inputs.decode_ends(100, 2, 3) == [98, 99, 100, 98, 99, 100]
+    inp = inputs.select_stage_inputs(p, 256, 0, "cpu")
     sc = inp["scores"]
     assert inp["live"] == [13, 13, 13, 13, 13, 13]
     assert torch.isinf(sc[:, 12]).all() and (sc[:, 12] > 0).all()  # newest block pinned to +inf
     assert (sc[:, 13:] == float("-inf")).all()
-    f = sweep.full_stage_inputs(sweep.Point("full", "full", 100, 2, 3, 8, "ramp"), 256, 0, "cpu")
+    f = inputs.full_stage_inputs(plan.Point("full", "full", 100, 2, 3, 8, "ramp"), 256, 0, "cpu")
     assert torch.isnan(f["logits"][0, 98:]).all() and not torch.isnan(f["logits"][0, :98]).any()
-    for d in sweep.DISTS:
-        v = sweep.make_values(d, 2, 1000, torch.Generator().manual_seed(0), "cpu")
+    for d in plan.DISTS:
+        v = inputs.make_values(d, 2, 1000, torch.Generator().manual_seed(0), "cpu")
         assert v.shape == (2, 1000) and v.dtype == torch.float32
 
 
@@ -166,20 +168,21 @@ def test_gpu_plan_shape(monkeypatch):
     """The GPU plan (built without a GPU): the seed's grid at k=64 first, subsets for the rest."""
     import argparse
 
-    monkeypatch.setattr(sweep, "on_gpu", lambda: True)
+    monkeypatch.setattr(plan, "on_gpu", lambda: True)
     p = argparse.ArgumentParser()
-    sweep.add_arguments(p)
-    plan = sweep.build_plan(p.parse_args([]))
-    main = [x for x in plan if x.k == 64 and x.dist == "normal"]
+    sweep_cli.add_arguments(p)
+    pts = plan.build_plan(p.parse_args([]))
+    main = [x for x in pts if x.k == 64 and x.dist == "normal"]
     assert len(main) == 2 * 160  # select + full: 8 concurrency x 5 next_n x 4 contexts
-    assert plan[: len(main)] == main  # recorded first by a time-boxed run
-    assert {(x.concurrency, x.next_n) for x in plan if x.k == 2048} == {(1, 1), (1, 5), (32, 1), (32, 5), (128, 1), (128, 5)}
-    assert {x.dist for x in plan if x.k == 64} == set(sweep.DISTS)
-    assert {x.dist for x in plan if x.k != 64} == {"normal"}
-    assert len(plan) == 608
-    quick = sweep.build_plan(p.parse_args(["--quick"]))
+    assert pts[: len(main)] == main  # recorded first by a time-boxed run
+    assert {(x.concurrency, x.next_n) for x in pts if x.k == 2048} == {(1, 1), (1, 5), (32, 1), (32, 5),
+                                                                   (128, 1), (128, 5)}
+    assert {x.dist for x in pts if x.k == 64} == set(plan.DISTS)
+    assert {x.dist for x in pts if x.k != 64} == {"normal"}
+    assert len(pts) == 608
+    quick = plan.build_plan(p.parse_args(["--quick"]))
     assert 0 < len(quick) <= 40
-    step = sweep.build_plan(p.parse_args(["--suite", "step"]))
+    step = plan.build_plan(p.parse_args(["--suite", "step"]))
     assert len(step) == 4 * 3 * 4 and {x.context for x in step} == {4096, 16384, 65536, 131072}
 
 
@@ -189,11 +192,11 @@ def test_full_stage_arms_fused_only_where_it_serves(tmp_path):
     import argparse
 
     p = argparse.ArgumentParser()
-    sweep.add_arguments(p)
+    sweep_cli.add_arguments(p)
     args = p.parse_args(["--out", str(tmp_path)] + SEED)
     args._dirty = False
-    sw = sweep.Sweep(args, {}, tmp_path, None)
-    assert sweep.arms_for("full") == ["torch", "torch_live", "triton", "triton_fused"]
-    small = sw.pending_arms(sweep.Point("full", "full", 512, 1, 1, 64, "normal"))
-    big = sw.pending_arms(sweep.Point("full", "full", 512, 1, 1, 2048, "normal"))
+    sw = runner.Sweep(args, {}, tmp_path, None)
+    assert plan.arms_for("full") == ["torch", "torch_live", "triton", "triton_fused"]
+    small = sw.pending_arms(plan.Point("full", "full", 512, 1, 1, 64, "normal"))
+    big = sw.pending_arms(plan.Point("full", "full", 512, 1, 1, 2048, "normal"))
     assert "triton_fused" in small and "triton_fused" not in big and "triton" in big

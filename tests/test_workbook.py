@@ -90,7 +90,7 @@ def test_notebook_in_sync_and_hygienic(name):
             if "application/vnd.plotly.v1+json" in data:
                 layout = data["application/vnd.plotly.v1+json"].get("layout", {})
                 tmpl = json.dumps(layout.get("template", {}))
-                assert len(tmpl) < 300, "set pio.templates.default = 'none' (viz.setup): a full template is ~7 kB"
+                assert len(tmpl) < 300, "set pio.templates.default = 'none' (figures.setup): a full template is ~7 kB"
 
 
 def _run_nbval(nb_path: Path, pythonpath: Path, cwd: Path):
@@ -151,9 +151,9 @@ def test_static_html_widget_note():
                     reason="static export needs a Chromium-family browser")
 def test_export_static_figures(tmp_path):
     pytest.importorskip("kaleido")
-    from dsa_lab.workbook import viz
+    from dsa_lab.workbook import figures
 
-    written = viz.export_static_figures(tmp_path / "fig", root=tmp_path / "no_data")
+    written = figures.export_static_figures(tmp_path / "fig", root=tmp_path / "no_data")
     names = sorted(Path(p).name for p in written)
     assert names == ["extent_skipping.png", "key_layout.png"]  # the record-based ones are skipped: no records
     for p in written:

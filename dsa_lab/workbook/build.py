@@ -37,6 +37,7 @@ NOTEBOOKS = (
 
 
 def add_arguments(p) -> None:
+    """``dsa-lab workbook``'s options (see the module docstring)."""
     p.add_argument("--notebooks", nargs="*", default=None, metavar="NAME",
                    help="which notebooks (default: all six), e.g. 01_key_packing")
     p.add_argument("--out", default=str(ROOT / "build" / "workbook"), help="HTML output folder")
@@ -46,7 +47,8 @@ def add_arguments(p) -> None:
     p.add_argument("--figures", action="store_true", help="export the README's static PNGs to docs/figures/")
     p.add_argument("--figures-dir", default=str(ROOT / "docs" / "figures"))
     p.add_argument("--screenshots", action="store_true", help="run the headless-Chromium browser check")
-    p.add_argument("--timeout", type=int, default=300, help="per-cell timeout in seconds (a timed-out notebook is retried once)")
+    p.add_argument("--timeout", type=int, default=300,
+                   help="per-cell timeout in seconds (a timed-out notebook is retried once)")
 
 
 # ---------------------------------------------------------------------------
@@ -102,7 +104,8 @@ def strip_notebook(nb) -> None:
         if c.cell_type == "code":
             for o in c.get("outputs", []):
                 o.get("metadata", {}).pop("execution", None)
-                if o.get("output_type") == "display_data" and "application/vnd.jupyter.widget-view+json" in o.get("data", {}):
+                widget = "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+                if o.get("output_type") == "display_data" and widget:
                     o["data"]["application/vnd.jupyter.widget-view+json"].pop("model_id", None)
 
 
@@ -186,6 +189,8 @@ def _names(args) -> list[str]:
 
 
 def execute_inplace(names, timeout: int = 300, nb_dir: Path = NB_DIR) -> None:
+    """Rebuild each notebook from its ``.py`` source (when it has one), execute it, strip volatile metadata and write
+    it over ``<nb_dir>/<name>.ipynb``."""
     import nbformat
 
     env = kernel_env()
@@ -202,10 +207,12 @@ def execute_inplace(names, timeout: int = 300, nb_dir: Path = NB_DIR) -> None:
         execute(nb, nb_dir, timeout, env)
         strip_notebook(nb)
         nbformat.write(nb, ipynb)
-        print(f"executed {ipynb.relative_to(ROOT) if ipynb.is_relative_to(ROOT) else ipynb} in {time.perf_counter() - t0:.1f} s")
+        shown = ipynb.relative_to(ROOT) if ipynb.is_relative_to(ROOT) else ipynb
+        print(f"executed {shown} in {time.perf_counter() - t0:.1f} s")
 
 
 def build_html(names, out: Path, timeout: int = 300) -> list[Path]:
+    """Execute a copy of each notebook and write ``<out>/<name>.html`` (plotly.js inlined, widgets as a note)."""
     import nbformat
     from nbconvert import HTMLExporter
 
@@ -228,13 +235,14 @@ def build_html(names, out: Path, timeout: int = 300) -> list[Path]:
 
 
 def run(args) -> int:
+    """``dsa-lab workbook``: the modes the arguments ask for; the browser check's exit code when it fails."""
     names = _names(args)
     if args.execute_inplace:
         execute_inplace(names, args.timeout)
     if not args.no_html:
         build_html(names, Path(args.out), args.timeout)
     if args.figures:
-        from .viz import export_static_figures
+        from .figures import export_static_figures
 
         for p in export_static_figures(args.figures_dir):
             print(f"wrote {p}")
