@@ -17,14 +17,13 @@
 # NBVAL_IGNORE_OUTPUT
 # Which backend runs: a CUDA GPU runs the kernels live; without one the Triton interpreter runs them at tiny
 # shapes (correct, not a performance measurement) and every timing comes from recorded data in data/.
-import os
-
 import torch
 
-if not torch.cuda.is_available():
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before dsa_lab (and its kernels) are imported
-
 import dsa_lab
+from dsa_lab import _env
+
+_env.interpret_without_gpu()  # no GPU: the kernels run in the Triton interpreter (before any kernel is imported)
+
 from dsa_lab.workbook import backend, figures, records
 
 figures.setup("none")

@@ -17,20 +17,19 @@
 # 7. **Fused or unfused**: measured, and the unfused composition won.
 # 8. **The roofline**: every point against measured ceilings, and where the largest point's time goes.
 #
-# Then one table of what was tried and lost, and a live widget. The kernels and the dispatch are described in
-# `docs/design.md` §7 (the rules, each with its measurement: the docstring of `dsa_lab/dispatch.py`); the
-# measurement conventions in §5; the history of every version in `notes/select_kernel.md`.
+# Then one table of what was tried and lost, and a live widget. The kernels are described in `docs/design.md` §7,
+# the rules that pick them in `dsa_lab/plans.py` with the measurement behind each in §9, the measurement
+# conventions in §5; the history of every version in `notes/select_kernel.md`.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-import os
-
 import torch
 
-if not torch.cuda.is_available():
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # before dsa_lab is imported
-
 import dsa_lab
+from dsa_lab import _env
+
+_env.interpret_without_gpu()  # no GPU: the kernels run in the Triton interpreter (before any kernel is imported)
+
 from dsa_lab.bench.report import markdown, points, sections, targets
 from dsa_lab.bench.report import tables as report_tables
 from dsa_lab.workbook import backend, dev_runs, figures, records, tables, widgets
@@ -58,7 +57,7 @@ def against_previous(tag):
 # %% [markdown]
 # ## 1. The rule: the grid from shapes and the SM count, the split from the live extent
 #
-# **Claim.** `dsa_lab.dispatch` fixes the launch from **shapes and the SM count only**: about `2 × SMs` programs in
+# **Claim.** `dsa_lab.plans` fixes the launch from **shapes and the SM count only**: about `2 × SMs` programs in
 # all (`P ≈ 2·SMs // rows` per row), capped so that every program has enough columns to stream. Each program then
 # reads its row's live extent **on the device**: a short row is handled by one program with no merge, and only a
 # long row spreads across its `P` programs and pays a merge.
@@ -189,7 +188,7 @@ if radix_split[0]:
 
 # %% [markdown]
 # The split wins by a wide margin at 1–32 rows of 64K–256K, at k = 512 as well as at k = 2048. It loses at 160 rows
-# and more, and on short rows, where its launches cost more than the row's whole select. So the dispatch
+# and more, and on short rows, where its launches cost more than the row's whole select. So the rules
 # (`docs/design.md` §7) takes the radix select for k > 512, and for k = 257–512 when the call has few enough rows to
 # split. With several programs per row it splits every digit pass over them: one kernel launched once per step,
 # each program adding its histogram to the row's totals. A row of at most `RADIX_SHORT` live columns, read on the
@@ -210,7 +209,7 @@ print(tables.format_table(tables.speedup_rows(records.select_rows(sweep[0], cont
 # registers with exact counts, until the bracket's middle holds at most 2048 words. One pass over the registers then
 # writes every word above the middle to its slot and the middle's columns to a scratch, and the k-th word is found
 # among those few. One process on the H200, every arm's ids checked against `torch.topk` first: `triton` is the
-# dispatch (bisect from SM/6 rows), `radix` the radix select it replaced there.
+# rules (bisect from SM/6 rows), `radix` the radix select it replaced there.
 
 # %%
 ab = records.load_records("k_large/select_ab_final")

@@ -8,14 +8,13 @@
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-import os
-
 import torch
 
-if not torch.cuda.is_available():
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # before dsa_lab is imported
-
 import dsa_lab
+from dsa_lab import _env
+
+_env.interpret_without_gpu()  # no GPU: the kernels run in the Triton interpreter (before any kernel is imported)
+
 from dsa_lab.workbook import backend, causal, figures, records, tables
 
 figures.setup("none")

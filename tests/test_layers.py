@@ -46,7 +46,12 @@ def _edges(mods: dict[str, Path]) -> dict[str, set[str]]:
     edges: dict[str, set[str]] = {m: set() for m in mods}
     for mod, path in mods.items():
         pkg = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        tree = ast.parse(path.read_text(), str(path))
+        typing_only = {id(n) for b in ast.walk(tree) if isinstance(b, ast.If) and "TYPE_CHECKING" in ast.unparse(b.test)
+                       for st in b.body for n in ast.walk(st)}  # annotations only: not an import at run time
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue
             targets = []
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]

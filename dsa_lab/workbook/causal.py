@@ -45,7 +45,7 @@ def poisoned_tail_experiment(batch: int = 2, next_n: int = 3, context_lens=(37, 
 
     1. Fill the logits workspace with a poison (NaN with a payload / a huge finite value, alternating).
     2. :func:`dsa_lab.paged_mqa_logits` (arm ``impl``) into it.  Check: every in-window column matches
-       the torch reference (error bounded as in :func:`dsa_lab.producer.logits_error`), every column at
+       the torch reference (error bounded as in :func:`dsa_lab.bench.verify.logits_error`), every column at
        or past a row's end still holds the poison bit for bit.
     3. Select candidate blocks over the poisoned workspace, bounded by the same row ends, and over a
        ``-inf``-prefilled one: the selected sets must be identical (and equal the exact reference).
@@ -56,6 +56,7 @@ def poisoned_tail_experiment(batch: int = 2, next_n: int = 3, context_lens=(37, 
     Returns a dict of counts and booleans (deterministic for a seed).
     """
     from .. import producer
+    from ..bench.verify import logits_error
     from ..paged import random_decode_problem
     from ..select import select_candidate_blocks
 
@@ -74,7 +75,7 @@ def poisoned_tail_experiment(batch: int = 2, next_n: int = 3, context_lens=(37, 
     poison_bits = poisoned.view(torch.int32).clone()
     producer.paged_mqa_logits(*args, max_model_len, impl=impl, out=poisoned)
     ref = producer.paged_mqa_logits(*args, max_model_len, impl="reference")
-    bounded_err, _ = producer.logits_error(*args, poisoned, ref)
+    bounded_err, _ = logits_error(*args, poisoned, ref)
     tail_bits_kept = bool(torch.equal(poisoned.view(torch.int32)[~win], poison_bits[~win]))
 
     prefilled = torch.full((rows, max_model_len), float("-inf"), device=dev)
@@ -129,10 +130,11 @@ def fused_step_experiment(batch: int = 2, next_n: int = 3, context_lens=(37, 150
     :func:`dsa_lab.paged_mqa_logits` with ``sanitize=True, block_scores_out=...`` (arm ``impl``).  Checks: the
     stored logits are bit for bit the plain producer's after :func:`dsa_lab.sanitize_decode_logits`; every block
     that starts in a row's window is bit for bit :func:`dsa_lab.block_scores` of them; the logits past each end and
-    the blocks at or past it keep their poison; and the fused :class:`dsa_lab.producer.DecodeStep` (producer +
+    the blocks at or past it keep their poison; and the fused :class:`dsa_lab.bench.step.DecodeStep` (producer +
     scores, then the select) picks the staged step's blocks and flags.  Returns a dict of counts and booleans.
     """
     from .. import producer
+    from ..bench.step import decode_step
     from ..paged import random_decode_problem, split_cache
     from ..scores import block_scores
 
@@ -161,8 +163,8 @@ def fused_step_experiment(batch: int = 2, next_n: int = 3, context_lens=(37, 150
     want = block_scores(logits, ends, block_size=block_size, impl=impl)
     bits = lambda x: x.view(torch.int32)  # noqa: E731
     kw = dict(topk_blocks=topk_blocks, block_size=block_size, impl=impl)
-    fused = producer.decode_step(*args, **kw)
-    staged = producer.decode_step(*args, compose="staged", **kw)
+    fused = decode_step(*args, **kw)
+    staged = decode_step(*args, compose="staged", **kw)
     srt = lambda x: torch.sort(x.cpu(), dim=1).values  # noqa: E731
     return {
         "rows": rows,

@@ -32,7 +32,7 @@ def padded_scores(logits, ends):
     from ...scores import block_scores
 
     if on_gpu() or _interp():
-        from ...dispatch import block_scores_triton
+        from ...launch.scores import block_scores as block_scores_triton
 
         return block_scores_triton(logits, ends, None, BLOCK_SIZE, 1, padded=True)
     return block_scores(logits, ends, block_size=BLOCK_SIZE, impl="torch")

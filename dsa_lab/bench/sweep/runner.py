@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 
+from .. import roofline
 from .. import timing as bench
 from .arms import (_flags_fn, full_arm_fn, mismatched_rows, padded_scores, reference_ids, select_arm_fn,
                    torch_topk_store)
@@ -85,7 +86,7 @@ class Sweep:
         if p.suite in ("select", "full"):
             arms = arms_for(p.stage, self.wanted_arms)
             if p.stage == "full" and "triton_fused" in arms:
-                from ...dispatch import fusable
+                from ...plans import fusable
 
                 if not fusable(p.k, BLOCK_SIZE):  # the fused kernel does not serve this k (k > 256)
                     arms.remove("triton_fused")
@@ -103,7 +104,7 @@ class Sweep:
 
     def base_row(self, p: Point, arm: str, stage: str, t: bench.Timing, nbytes: int, seed: int, check: str,
                  launches: int = 1, flops: float = 0.0) -> dict:
-        rf = bench.roofline(nbytes, t.median_us, self.ceilings, launches=launches, flops=flops)
+        rf = roofline.roofline(nbytes, t.median_us, self.ceilings, launches=launches, flops=flops)
         row = {
             "arm": arm, "stage": stage, "context": p.context, "concurrency": p.concurrency, "next_n": p.next_n,
             "rows": p.rows, "k": p.k, "dist": p.dist,
@@ -159,19 +160,20 @@ class Sweep:
                 self.errors.append(f"{arm} {p}: {type(e).__name__}: {e}")
                 continue
             if p.stage == "select":
-                nbytes = bench.select_bytes(arm, inp["live"], nb, p.k)
+                nbytes = roofline.select_bytes(arm, inp["live"], nb, p.k)
                 extra = {"live_blocks": max(inp["live"])}
             else:
-                nbytes = bench.full_bytes(arm, inp["ends_list"], self.mml, BLOCK_SIZE, p.k)
+                nbytes = roofline.full_bytes(arm, inp["ends_list"], self.mml, BLOCK_SIZE, p.k)
                 extra = {"live_blocks": -(-max(inp["ends_list"]) // BLOCK_SIZE)}
             row = self.base_row(p, arm, p.stage, t, nbytes, seed, check)
             row.update(extra, block_size=BLOCK_SIZE)
             rec.add(row)
-        del inp
+        inp = None  # the inputs go with the point
 
     # ---- step / producer
     def run_step_producer(self, p: Point, todo: list[str], deadline: Deadline) -> None:
         from ... import producer
+        from ..step import DecodeStep
         from ...paged import random_decode_problem
 
         seed = self.seed_for(p)
@@ -189,11 +191,11 @@ class Sweep:
             return producer.paged_mqa_logits(q, kv, w, ctx, bt, self.mml, impl="triton", out=logits)
 
         common = {"heads": heads, "head_dim": HEAD_DIM, "block_kv": self.args.block_kv}
-        pbd = producer.producer_bytes(prob["seq_lens"], p.next_n, heads, HEAD_DIM, block_kv=self.args.block_kv,
+        pbd = roofline.producer_bytes(prob["seq_lens"], p.next_n, heads, HEAD_DIM, block_kv=self.args.block_kv,
                                       max_model_len=self.mml)  # keys + scales once per sequence, q, weights, table
         pb = {"read": pbd["read"], "write": pbd["out"]}
         # the fp8 MMA work of the Triton producer: every key of a sequence against each of its rows' H heads
-        mma_flops = producer.producer_flops(prob["seq_lens"], p.next_n, heads, HEAD_DIM, max_model_len=self.mml)
+        mma_flops = roofline.producer_flops(prob["seq_lens"], p.next_n, heads, HEAD_DIM, max_model_len=self.mml)
         logits_triton()
         if on_gpu():
             torch.cuda.synchronize()
@@ -216,7 +218,7 @@ class Sweep:
         if mm:
             self.mismatches.append(f"step {p}: {mm} rows differ")
         logits_bytes = pb["read"] + pb["write"]
-        sel_bytes = lambda arm: bench.select_bytes(arm, live, nb, k)  # noqa: E731
+        sel_bytes = lambda arm: roofline.select_bytes(arm, live, nb, k)  # noqa: E731
         flag_bytes = p.rows * k * 4 + p.rows * (nb + 1)
         win = sum(min(e, self.mml) for e in ends_list) * 4
 
@@ -230,7 +232,7 @@ class Sweep:
         # scores and zeroed flags; the select reads the scores.  Its own buffers: nothing to restore.
         fstep, f_check = None, ""
         if p.suite == "step":
-            fstep = producer.DecodeStep(q, kv, w, ctx, bt, self.mml, topk_blocks=k, block_size=BLOCK_SIZE,
+            fstep = DecodeStep(q, kv, w, ctx, bt, self.mml, topk_blocks=k, block_size=BLOCK_SIZE,
                                         impl="triton")
             fstep.run()
             f_ids = fstep.candidates.clone()
@@ -263,9 +265,9 @@ class Sweep:
                 ("triton", "flags"): (lambda: flags_fn(ids_t, self.mml), flag_bytes),
                 ("triton", "candidates"): (lambda: select_candidate_blocks(
                     logits, ends, k, block_size=BLOCK_SIZE, impl="triton", out=sel_out, with_flags=True)[1],
-                    bench.full_bytes("triton", ends_list, self.mml, BLOCK_SIZE, k)),
+                    roofline.full_bytes("triton", ends_list, self.mml, BLOCK_SIZE, k)),
                 ("triton", "step"): (step_triton, logits_bytes + 2 * win
-                                     + bench.full_bytes("triton", ends_list, self.mml, BLOCK_SIZE, k)),
+                                     + roofline.full_bytes("triton", ends_list, self.mml, BLOCK_SIZE, k)),
                 ("fused", "logits"): (fstep.stage_logits, logits_bytes + win // BLOCK_SIZE + p.rows * (nb + 1)),
                 ("fused", "candidates"): (fstep.stage_candidates, sel_bytes("triton") + p.rows * k),
                 ("fused", "step"): (fused_step, logits_bytes + win // BLOCK_SIZE + p.rows * (nb + 1)
@@ -277,7 +279,7 @@ class Sweep:
                 ("torch", "select"): (lambda: torch_topk_store(scores_p, k), sel_bytes("torch")),
                 ("torch", "flags"): (lambda: flags_fn(ids_u, self.mml), flag_bytes),
                 ("torch", "step"): (step_torch, logits_bytes + 2 * p.rows * self.mml * 4
-                                    + bench.full_bytes("torch", ends_list, self.mml, BLOCK_SIZE, k)),
+                                    + roofline.full_bytes("torch", ends_list, self.mml, BLOCK_SIZE, k)),
             }
         else:
             fns = {
