@@ -136,4 +136,7 @@ FUZZ_MENU = (
     ("select", 32768, 64, 1, 8), ("select", 2048, 512, 2, 8), ("select", 32768, 2048, 1, 8),
     ("blocks", 65536, 64, 1, 8), ("blocks", 16384, 128, 3, 1), ("blocks", 8192, 512, 1, 16),
     ("blocks", 32768, 64, 5, 8), ("select", 32768, 1024, 5, 8),
+    # long rows (the long-row select): k buckets 512 and 2048, the candidate path at block size 1
+    ("select", 262144, 2048, 1, 8), ("select", 131072, 512, 2, 8), ("select", 40000, 2048, 3, 8),
+    ("blocks", 65536, 2048, 1, 1),
 )

@@ -12,8 +12,10 @@ The rules (the measurement behind each: ``docs/design.md`` §9):
 decision                    rule
 ==========================  =========================================================================================
 select algorithm            bisect for k > 256 on rows of at most 32768 columns from SM/6 rows, and from one row on
-                            rows of 2048-8192 columns; else radix when the k bucket is at least 1024, or 512 with
-                            several radix programs per row; else hier
+                            rows of 2048-8192 columns; long-row for k of 257-2048 on wider rows; else radix when
+                            the k bucket is at least 1024, or 512 with several radix programs per row; else hier
+long-row select             a sample launch (a threshold per row), then P programs per row stream it once and
+                            compact the few keys above the threshold; the row's last program finishes exactly
 bisect select               one program per row, the row in registers, 512 threads (16 warps; 8 waves of 64 on ROCm)
 radix form                  P programs per row (:func:`radix_programs`), 5 dependent launches, when P > 1; else one
                             program per row; rows of at most 4096 live columns whole in one program
@@ -44,8 +46,9 @@ import dataclasses
 import enum
 
 __all__ = [
-    "FlagZeroing", "Hier", "Radix", "Bisect", "CandidateBlocks", "Producer",
-    "np2", "k_bucket", "select_algo", "radix_programs", "hier", "hier_fits", "main_chain_min", "fusable", "select",
+    "FlagZeroing", "Hier", "Radix", "Bisect", "Longrow", "CandidateBlocks", "Producer",
+    "np2", "k_bucket", "select_algo", "radix_programs", "hier", "hier_fits", "main_chain_min", "fusable", "longrow",
+    "select",
     "candidate_blocks", "scores_programs", "scores_tile", "scores_tiles", "mask_programs", "producer",
     "producer_config",
 ]
@@ -63,6 +66,9 @@ BISECT_MAX_COLS = 32768  # its widest register tile
 BISECT_MID_CAP = 2048
 BISECT_THREADS = 512
 DECODE_BLOCKS = 32768  # the padded decode workspace in blocks (262144 / 8): stage B's tile is sized for it
+LONGROW_MAX_KP = 2048  # the long-row select serves k buckets 512 and 2048 on rows wider than the bisect's tile
+LONGROW_TILE = 4096  # columns a step of a long-row program
+LONGROW_PROGRAMS = 16  # long-row programs per SM in all, at most (one tile each at least)
 SCORES_MULT = 32  # scores launch: about 32 x SM programs in all
 SCORES_LANES = 4096  # logits per scores tile, whatever the width
 MASK_TILE, MASK_PROGRAMS = 2048, 16
@@ -102,11 +108,14 @@ def radix_programs(rows: int, n: int, sm_count: int, tile: int = RADIX_PAR_TILE)
 
 
 def select_algo(rows: int, n: int, k: int, sm_count: int) -> str:
-    """``"bisect"``, ``"radix"`` or ``"hier"`` for a select of ``k`` from ``n`` columns over ``rows`` rows."""
+    """``"bisect"``, ``"longrow"``, ``"radix"`` or ``"hier"`` for a select of ``k`` from ``n`` columns over ``rows``
+    rows."""
     kp = np2(max(k, 2))
     few_cols = BISECT_ANY_ROWS[0] <= n <= BISECT_ANY_ROWS[1]
     if kp >= RADIX_PAR_MIN_KP and n <= BISECT_MAX_COLS and (few_cols or rows >= BISECT_MIN_ROWS_PER_SM * sm_count):
         return "bisect"
+    if RADIX_PAR_MIN_KP <= kp <= LONGROW_MAX_KP and n > BISECT_MAX_COLS:
+        return "longrow"
     if kp >= RADIX_MIN_KP or (kp >= RADIX_PAR_MIN_KP and radix_programs(rows, n, sm_count) > 1):
         return "radix"
     return "hier"
@@ -206,6 +215,37 @@ class Bisect:
     algo = "bisect"
 
 
+@dataclasses.dataclass(frozen=True)
+class Longrow:
+    """The long-row select: ``P`` programs per row stream it in tiles of ``TILE`` columns; per-row candidate
+    buffers of ``CAP`` keys above the threshold and ``CAP_EQ`` equal to it (one compiled kernel per k bucket: 512
+    or 2048); the threshold from a sample of ``NCH`` runs of ``CH`` columns.  The sizes are constexprs, small in the
+    CPU tests (every branch at interpreter sizes)."""
+
+    P: int
+    CAP: int
+    CAP_EQ: int
+    block_size: int = 1
+    TILE: int = LONGROW_TILE
+    SUB: int = 2048  # keys a step of the finish
+    STILE: int = 2048  # columns a step of a row scan (a wide tie, the exact fallback)
+    NCH: int = 64
+    CH: int = 64
+    num_warps: int = 8
+    algo = "longrow"
+
+
+def longrow(rows: int, n: int, k: int, facts: dict, *, block_size: int = 1, programs: int | None = None) -> Longrow:
+    """The long-row select of ``k <= LONGROW_MAX_KP``: programs per row to fill the device (at most
+    :data:`LONGROW_PROGRAMS` per SM in all, at least a tile each; ``programs``: forced); room for about twice the
+    keys the threshold aims at (``2k``) above it."""
+    if k > LONGROW_MAX_KP:
+        raise ValueError(f"the long-row select takes k of at most {LONGROW_MAX_KP}, got {k}")
+    P = programs or max(1, min(-(-n // LONGROW_TILE), -(-LONGROW_PROGRAMS * int(facts["sm_count"]) // max(rows, 1))))
+    kb = 512 if k <= 512 else LONGROW_MAX_KP
+    return Longrow(P=int(P), CAP=4 * kb, CAP_EQ=2 * kb, block_size=int(block_size))
+
+
 def _group(KP: int) -> int:
     return 8 if KP <= 64 else (4 if KP <= 128 else 2)
 
@@ -279,7 +319,7 @@ def bisect(facts: dict, *, block_size: int = 1, num_warps: int | None = None, mi
 
 def select(rows: int, n: int, k: int, facts: dict, *, block_size: int = 1, algo: str | None = None,
            programs: int | None = None, short: int | None = None, group: int | None = None,
-           direct: int | None = None, l1p: int | None = None, fast: bool | None = None) -> Hier | Radix | Bisect:
+           direct: int | None = None, l1p: int | None = None, fast: bool | None = None) -> Hier | Radix | Bisect | Longrow:
     """The select of ``k`` of ``n`` columns (block scores when ``block_size > 1``) over ``rows`` rows.  The keyword
     arguments force a choice the rules would make otherwise (``algo``, ``programs`` per row, radix ``short`` rows,
     hier ``group`` / ``direct`` / ``l1p``, whole tiles ``fast``): a kernel's every path at small sizes."""
@@ -289,6 +329,8 @@ def select(rows: int, n: int, k: int, facts: dict, *, block_size: int = 1, algo:
         if n > BISECT_MAX_COLS:
             raise ValueError(f"the bisect select takes rows of at most {BISECT_MAX_COLS} columns, got {n}")
         return bisect(facts, block_size=block_size)
+    if algo == "longrow":
+        return longrow(rows, n, k, facts, block_size=block_size, programs=programs)
     pl = hier(k, facts, block_size=block_size, rows=rows, group=group, direct=direct, l1p=l1p)
     if algo == "radix" or not hier_fits(pl, n):
         if programs is not None and not 1 <= programs <= RADIX_MAXP:
@@ -303,7 +345,8 @@ def select(rows: int, n: int, k: int, facts: dict, *, block_size: int = 1, algo:
 @dataclasses.dataclass(frozen=True)
 class CandidateBlocks:
     """A candidate-block call: the ``select`` over block scores; ``scores_programs`` per row of the block-scores
-    launch before it (0: none -- the scores are given, or the select is fused); ``pdl``: the select a programmatic dependent of that launch; ``flags_kernel``: the flags set by
+    launch before it (0: none -- the scores are given, or the select reads the logits itself: fused, or long-row at
+    block size 1); ``pdl``: the select a programmatic dependent of that launch; ``flags_kernel``: the flags set by
     the flags kernel after the select (else by the select itself, or none asked)."""
 
     select: Hier | Radix | Bisect
@@ -356,6 +399,10 @@ def candidate_blocks(rows: int, width: int, k: int, facts: dict, *, block_size: 
         fast = force.get("fast", np2(block_size) == block_size or rows > 2 * sm)
         return CandidateBlocks(dataclasses.replace(pl, fast=fast), 0, False, rows > 2 * sm)
     sel = select(rows, nblocks, k, facts, block_size=block_size, **force)
+    if sel.algo == "longrow":
+        if block_size == 1:  # it reads the logits (or the producer's scores) itself; the flags kernel after it
+            return CandidateBlocks(sel, 0, False, True)
+        sel = select(rows, nblocks, k, facts, block_size=block_size, **dict(force, algo="radix"))
     if sel.algo != "hier":
         q = 0 if scored else scores_programs(rows, nblocks, block_size, sm, SCORES_MULT)
         return CandidateBlocks(sel, q, pdl, sel.algo == "radix")

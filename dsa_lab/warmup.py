@@ -32,8 +32,10 @@ DECODE_K = (64, 512, 2048)
 MAX_ROWS = 640
 # one k per compiled bucket: hier KP 64 / 128 / 256 / 512, radix and bisect (k-independent)
 BUCKET_K = (64, 100, 200, 300, 2048)
+LONGROW_K = (300, 2048)  # the long-row select's two k buckets
+VERIFY_FUZZ_WIDTH = 8192  # `dsa-lab verify --scale gpu`'s default cap on the fuzz's widths
 ODD_WIDTH = 1001  # a width whose rows are not 16-element aligned (the kernels' other alignment bucket)
-WIDE_WIDTH = 65537  # wider than the bisect select's register tile (the radix select's rows), not 16-aligned
+WIDE_WIDTH = 65537  # wider than the bisect select's register tile (the long-row and radix selects' rows)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,6 +83,10 @@ def warm_calls(max_rows: int = MAX_ROWS, *, fused: bool = False) -> list[Call]:
                           Call("full", r, DECODE_WIDTH, k, starts=True, flags=fl)]
                 if fused and k <= 256:
                     calls += [Call("fused", r, DECODE_WIDTH, k, flags=fl), Call("fused", r, ODD_WIDTH, k, flags=fl)]
+    for k in LONGROW_K:  # the candidate path at block size 1 on wide rows: the long-row select reads the logits
+        for fl in (True, False):
+            calls += [Call("full", 1, WIDE_WIDTH, k, block_size=1, flags=fl),
+                      Call("full", 1, WIDE_WIDTH, k, block_size=1, starts=True, flags=fl)]
     calls += [Call("scores", 1, DECODE_WIDTH, 0), Call("flags", 1, DECODE_WIDTH, 64),
               Call("mask", 1, DECODE_WIDTH, 64)]
     calls += [Call(e, 128, DECODE_WIDTH, nn, starts=two) for e in ("producer", "producer_step") for nn in range(1, 6)
@@ -98,8 +104,9 @@ def verify_calls() -> list[Call]:
 
     calls = []
     cases = [(c.op, c.rows, c.width, c.k, c.row_repeat, c.block_size, (c.starts,)) for c in MATRIX]
-    cases += [(op, rows, w, kp, rr, bs, (False, True)) for op, w, kp, rr, bs in FUZZ_MENU
-              for rows in (rr, rr * (64 // rr))]  # the fuzz's rows: a multiple of rr, at most 64
+    cases += [(op, rows, width, kp, rr, bs, (False, True)) for op, w, kp, rr, bs in FUZZ_MENU
+              for rows in (rr, rr * (64 // rr))  # the fuzz's rows: a multiple of rr, at most 64
+              for width in sorted({w, min(w, VERIFY_FUZZ_WIDTH)})]  # its widths: as listed, or capped
     for op, rows, width, k, rr, bs, starts in cases:
         if op == "select":
             calls.append(Call("select", rows, width, k, 1, rr))

@@ -332,7 +332,7 @@ def test_bisect_rule_and_width_limit():
     row on rows of 2048-8192 columns; wider rows keep the radix select, and forcing the bisect select on them is
     refused by name."""
     assert plans.select_algo(22, 32768, 2048, 132) == "bisect" == plans.select_algo(640, 32768, 257, 132)
-    assert plans.select_algo(21, 32768, 2048, 132) == "radix" and plans.select_algo(640, 32769, 2048, 132) == "radix"
+    assert plans.select_algo(21, 32768, 2048, 132) == "radix" and plans.select_algo(640, 32769, 4096, 132) == "radix"
     assert plans.select_algo(1, 8192, 2048, 132) == "bisect" == plans.select_algo(1, 2048, 512, 132)
     assert plans.select_algo(1, 2047, 512, 132) == "radix" == plans.select_algo(1, 8193, 512, 132)
     assert plans.select_algo(640, 32768, 256, 132) == "hier"

@@ -124,9 +124,10 @@ def test_radix_ties_take_the_smaller_columns(form):
 def test_rules_take_radix_for_large_k(fresh_seed):
     """``impl="triton"`` takes the radix select from k = 513 on, and for k = 257-512 when the call gives several radix
     programs per row (fewer rows than SMs: 4 under the interpreter); the parallel form only then.  From SM/6 rows of
-    at most 32768 columns the bisect select takes k > 256 instead (``tests/test_select_bisect.py``)."""
-    assert plans.select_algo(1, 32768, 2048, 132) == "radix" and plans.select_algo(640, 65536, 2048, 132) == "radix"
-    assert plans.select_algo(1, 32768, 512, 132) == "radix" and plans.select_algo(640, 65536, 512, 132) == "hier"
+    at most 32768 columns the bisect select takes k > 256 instead (``tests/test_select_bisect.py``), on wider rows
+    the long-row select takes k of 257-2048 (``tests/test_select_longrow.py``)."""
+    assert plans.select_algo(1, 32768, 2048, 132) == "radix" and plans.select_algo(640, 65536, 4096, 132) == "radix"
+    assert plans.select_algo(1, 32768, 512, 132) == "radix" and plans.select_algo(640, 65536, 512, 132) == "longrow"
     assert plans.select_algo(1, 32768, 256, 132) == "hier" and plans.select_algo(1, 500, 512, 132) == "hier"
     assert plans.radix_programs(1, 32768, 132) == plans.RADIX_MAXP == 32 and plans.radix_programs(640, 32768, 132) == 1
     assert plans.radix_programs(160, 32768, 132) == 4 and plans.radix_programs(265, 32768, 132) == 1

@@ -100,19 +100,21 @@ def test_stream_cases_are_deterministic(case):
     assert not streams._same(a[0], torch.full_like(a[0], -7))
 
 
-@pytest.mark.parametrize("k, width, kept, select", [(16, 4096, "hier_counters", "hier"),
-                                                     (600, 40000, "radix_totals", "radix"), (600, 4096, None, "bisect")])
-def test_kept_buffer_taken_before_the_first_launch(monkeypatch, k, width, kept, select):
+@pytest.mark.parametrize("k, width, kept, launches", [(16, 4096, "hier_counters", ["block_scores_into", "hier"]),
+                                                       (3000, 40000, "radix_totals", ["block_scores_into", "radix"]),
+                                                       (600, 4096, None, ["block_scores_into", "bisect"]),
+                                                       (600, 40000, "longrow_sync", ["longrow"])])
+def test_kept_buffer_taken_before_the_first_launch(monkeypatch, k, width, kept, launches):
     """In a capture the kept buffer's zeroing is a graph node: it must precede the scores launch, not sit between it
     and the select launched as its programmatic dependent."""
     order = []
     monkeypatch.setattr(_scratch, "zeroed", lambda name, dev, n, capturing=False: order.append(name) or torch.zeros(
         n, dtype=torch.int32))
-    for name in ("hier", "bisect", "radix", "block_scores_into"):
+    for name in ("hier", "bisect", "radix", "longrow", "block_scores_into"):
         monkeypatch.setattr(launch, name, lambda *a, _n=name, **kw: order.append(_n))
     x = torch.empty(2, width)
     launch.candidate_blocks(x, torch.tensor([width, 100], dtype=torch.int32), k, block_size=1)
-    assert order == ([kept] if kept else []) + ["block_scores_into", select], order
+    assert order == ([kept] if kept else []) + launches, order
 
 
 def test_radix_totals_between_calls():

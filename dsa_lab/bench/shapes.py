@@ -17,6 +17,9 @@ from ..cases import MATRIX, MATRIX_BY_NAME, MML, NB, Case  # noqa: F401  (the na
 
 DISTS = ("normal", "shifted", "equal", "nan1pct", "ramp")
 SPECIAL_DISTS = ("nan_payloads", "signed_zero", "denormal", "all_neginf", "all_nan", "specials", "few_values")
+# the long-row select's laws: a narrow shift (about 130 distinct values), three values, a band of 1e-6 with sparse
+# outliers (tens of distinct values, the top ones wide ties)
+LONGROW_DISTS = ("shifted_narrow", "three", "band")
 
 
 def _nan_with_payload(gen, shape):
@@ -74,8 +77,14 @@ def fill(dist: str, rows: int, n: int, *, gen: torch.Generator, device=None) -> 
         x = pool[torch.randint(0, len(pool), shape, generator=gen, device=d)]
     elif dist == "few_values":  # heavy ties across the k boundary
         x = torch.randint(0, 4, shape, generator=gen, device=d).to(torch.float32)
+    elif dist == "shifted_narrow":
+        x = randn() * 1e-3 + 1000.0
+    elif dist == "three":
+        x = torch.randint(0, 3, shape, generator=gen, device=d).to(torch.float32) - 1.0
+    elif dist == "band":
+        x = torch.where(rand() < 1e-3, 10.0 + randn(), 0.5 + 1e-6 * rand())
     else:
-        raise ValueError(f"dist must be one of {DISTS + SPECIAL_DISTS}, got {dist!r}")
+        raise ValueError(f"dist must be one of {DISTS + SPECIAL_DISTS + LONGROW_DISTS}, got {dist!r}")
     return x if device is None else x.to(device)
 
 

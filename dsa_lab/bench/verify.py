@@ -19,6 +19,7 @@ import torch
 
 from .. import _impl
 from ..cases import FUZZ_MENU
+from ..warmup import VERIFY_FUZZ_WIDTH
 from ..paged import FP8_DTYPE, split_cache
 from ..producer import decode_row_ends, paged_mqa_logits_torch
 from ..select import select_candidate_blocks, topk_select, topk_select_reference
@@ -379,7 +380,7 @@ def run(args) -> int:
     bad = failures(results)
     fz = None
     if args.fuzz:
-        mw = args.fuzz_max_width or (8192 if device == "cuda" else 300)
+        mw = args.fuzz_max_width or (VERIFY_FUZZ_WIDTH if device == "cuda" else 300)
         mr = args.fuzz_max_rows or (64 if device == "cuda" else 4)
         fz = fuzz(args.fuzz, arms=arms, seed=seed, device=device, max_width=mw, max_rows=mr, progress=not args.no_progress,
                   max_seconds=args.fuzz_max_seconds, dump_dir=args.fuzz_dump,

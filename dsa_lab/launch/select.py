@@ -10,12 +10,14 @@ import torch
 from .. import _checks, _impl, plans
 from ..kernels import bisect as _bisect
 from ..kernels import hier as _hier
+from ..kernels import longrow as _longrow
 from ..kernels import radix as _radix
 from ..kernels.common import PDL_OK
 from . import run, scratch
 from .scores import block_scores_into, fill_flags, scores_buffer
 
-__all__ = ["topk_select", "candidate_blocks", "hier", "bisect", "radix", "counters", "totals", "select_sync"]
+__all__ = ["topk_select", "candidate_blocks", "hier", "bisect", "radix", "longrow", "counters", "totals",
+           "longrow_sync", "select_sync"]
 
 
 def _pdl(pdl: bool) -> tuple[bool, dict]:
@@ -90,6 +92,31 @@ def radix(src, len_t, start_t, out, n, width, k, rr, plan: plans.Radix, *, block
     return out
 
 
+def longrow(src, len_t, start_t, out, n, width, k, rr, plan: plans.Longrow, *, block_scores: bool, pdl=False,
+            sync=None):
+    """The long-row select: the sample launch (a threshold per row), then ``plan.P`` programs per row, a
+    programmatic dependent of it (``pdl``).  ``sync``: the per-row counters kept between calls
+    (:func:`longrow_sync`).  ``block_scores``: at block size 1 the source is logits (or the producer's scores) and
+    each row's newest column counts as ``+inf``."""
+    rows = out.shape[0]
+    if rows == 0:
+        return out
+    dev = src.device
+    thr = torch.empty((rows,), dtype=torch.int32, device=dev)
+    gt = torch.empty((rows * plan.CAP,), dtype=torch.int64, device=dev)
+    eq = torch.empty((rows * plan.CAP_EQ,), dtype=torch.int64, device=dev)
+    bounds = (len_t if len_t is not None else out, start_t if start_t is not None else out)
+    shape = (n, width, k, rr)
+    has = (int(len_t is not None), int(start_t is not None))
+    pdl, extra = _pdl(pdl)
+    run(_longrow._longrow_sample_kernel, (rows,), src, src.stride(0), *bounds, thr, *shape, *has,
+        BLOCK_SCORES=bool(block_scores), NCH=plan.NCH, CH=plan.CH, PDL=pdl, num_warps=plan.num_warps)
+    run(_longrow._longrow_kernel, (rows, plan.P), src, src.stride(0), *bounds, thr, out, gt, eq, sync, *shape,
+        plan.P, *has, BLOCK_SCORES=bool(block_scores), CAP=plan.CAP, CAP_EQ=plan.CAP_EQ, TILE=plan.TILE,
+        SUB=plan.SUB, STILE=plan.STILE, KT=plans.KT, PDL=pdl, num_warps=plan.num_warps, **extra)
+    return out
+
+
 # ------------------------------------------------------------------------------------------- kept buffers
 def counters(device: torch.device, rows: int) -> torch.Tensor:
     """The hier select's per-row arrival counters: int32 zeros, each reset by the program that finishes its row."""
@@ -102,6 +129,12 @@ def totals(device: torch.device, rows: int) -> torch.Tensor:
     return scratch.zeroed("radix_totals", device, rows * 1024, capturing=_checks.capturing())
 
 
+def longrow_sync(device: torch.device, rows: int) -> torch.Tensor:
+    """The long-row select's per-row counters ``int32 [rows, 4]`` (arrivals, keys above and equal to the threshold):
+    zero, reset by the program that finishes the row."""
+    return scratch.zeroed("longrow_sync", device, rows * 4, capturing=_checks.capturing())
+
+
 def _kept(plan, rows: int, device) -> torch.Tensor | None:
     """The buffer kept between calls through which the plan's programs meet (:mod:`.scratch`: private to the
     current stream or capture), or None.  Taken before a call's first launch, so a capture's one zeroing of it
@@ -110,6 +143,8 @@ def _kept(plan, rows: int, device) -> torch.Tensor | None:
         return counters(device, rows)
     if plan.algo == "radix" and plan.P > 1:
         return totals(device, rows)
+    if plan.algo == "longrow":
+        return longrow_sync(device, rows)
     return None
 
 
@@ -156,6 +191,9 @@ def topk_select(scores, k, lengths=None, row_repeat=1, out=None, *, plan=None, f
     elif plan.algo == "radix":
         radix(scores, lengths, None, out, n, n, k, row_repeat, plan, block_scores=False, pdl=bool(facts.get("pdl")),
               tot=kept)
+    elif plan.algo == "longrow":
+        longrow(scores, lengths, None, out, n, n, k, row_repeat, plan, block_scores=False, pdl=bool(facts.get("pdl")),
+                sync=kept)
     else:
         hier(_aligned(scores), lengths, None, out, _workspace(plan, rows, dev), kept, None, n, n, k, row_repeat, plan,
              block_scores=False)
@@ -193,7 +231,10 @@ def candidate_blocks(logits, row_ends, topk_blocks, row_starts=None, block_size=
     sel = plan.select
     kept = _kept(sel, rows, dev)  # before the first launch (see _kept)
     ws = _workspace(sel, rows, dev) if sel.algo == "hier" else None
-    if fused:
+    if sel.algo == "longrow":  # the logits (or the producer's scores) read by the select itself
+        longrow(scores if scores is not None else logits, row_ends, row_starts, out, nblocks, width, k, row_repeat,
+                sel, block_scores=True, pdl=bool(facts.get("pdl")), sync=kept)
+    elif fused:
         kflags = None if plan.flags_kernel else flags
         hier(logits, row_ends, row_starts, out, ws, kept, kflags, nblocks, width, k, row_repeat, sel,
              block_scores=True, zero_flags=plans.flag_zeroing(flags is not None and flags.data_ptr() % 16 == 0))

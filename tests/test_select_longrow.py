@@ -1,0 +1,185 @@
+"""The long-row select (dsa_lab.kernels.longrow, planned by dsa_lab.plans) against the exact reference.
+
+CPU lane: the Triton interpreter, with the plan's sizes shrunk (tiles, candidate buffers, the sample) so that rows
+of a few thousand columns reach every branch: the main path (the top k of the keys above the threshold), the keys
+equal to it from the buffer and from a scan of the row (a wide tie), the exact fallback (more keys above it than
+the buffer holds, or fewer than k at or above it), rows sampled whole, zero-length rows, fewer candidates than k,
+row repeats, and the candidate-block path at block size 1 (logits read by the select, the newest column +inf).
+Every output is poisoned first and every slot compared (rows as sets).
+"""
+import dataclasses
+
+import pytest
+import torch
+
+import dsa_lab
+from dsa_lab import _impl, plans
+from dsa_lab.bench.shapes import fill
+from dsa_lab.launch import select as launch
+from dsa_lab.select import topk_select_reference
+
+from _select_helpers import assert_same_sets, poisoned
+
+SMALL = dict(CAP=64, CAP_EQ=32, TILE=64, SUB=32, STILE=64, NCH=8, CH=8, num_warps=4)
+
+
+def small(P=3, **kw):
+    return plans.Longrow(P=P, **dict(SMALL, **kw))
+
+
+def select(x, k, lens=None, rr=1, plan=None):
+    out = poisoned(x.shape[0], k, x.device.type)
+    plan = plan or small()
+    launch.topk_select(x, k, lens, rr, out, plan=plan)
+    return out
+
+
+def _lens(rows, n, gen):
+    lens = torch.randint(0, n + 1, (rows,), generator=gen)
+    lens[0] = n
+    if rows > 2:
+        lens[1], lens[2] = 0, 40  # an empty row, a row sampled whole
+    return lens.to(torch.int32)
+
+
+@pytest.mark.parametrize("dist", ["normal", "shifted", "equal", "few_values", "nan1pct", "ramp", "specials",
+                                  "nan_payloads", "signed_zero", "all_neginf"])
+@pytest.mark.parametrize("k", [5, 16, 40])
+def test_longrow_matches_reference(dist, k, fresh_seed):
+    gen = torch.Generator().manual_seed(fresh_seed)
+    rows, n = 4, 1500
+    x = fill(dist, rows, n, gen=gen)
+    lens = _lens(rows, n, gen)
+    got = select(x, k, lens)
+    assert_same_sets(got, topk_select_reference(x, k, lens, 1), f"{dist} k={k} seed={fresh_seed}")
+
+
+def _branch(x, lens, k, plan):
+    """The finish each row takes, from the sample launch's thresholds and exact counts (as the kernel decides)."""
+    from dsa_lab.kernels import longrow as kernel
+    from dsa_lab.keys import NEG_INF_HI, ordered_hi
+    from dsa_lab.launch import run
+
+    rows, n = x.shape
+    thr = torch.empty(rows, dtype=torch.int32)
+    run(kernel._longrow_sample_kernel, (rows,), x, x.stride(0), lens, lens, thr, n, n, k, 1, 1, 0,
+        BLOCK_SCORES=False, NCH=plan.NCH, CH=plan.CH, PDL=False, num_warps=plan.num_warps)
+    h = torch.where(torch.arange(n)[None, :] < lens[:, None].long(), ordered_hi(x), NEG_INF_HI)
+    out = []
+    for r in range(rows):
+        t = int(thr[r])
+        gt, eq = int((h[r] > t).sum()), int((h[r] == t).sum()) if t > NEG_INF_HI else 0
+        if gt > plan.CAP or (t > NEG_INF_HI and gt + eq < k):
+            out.append("fallback")
+        elif gt >= k:
+            out.append("top of keys above")
+        elif t > NEG_INF_HI:
+            out.append("ties from the buffer" if eq <= plan.CAP_EQ else "ties by a scan")
+        else:
+            out.append("fewer than k")
+    return out
+
+
+def test_longrow_branches(fresh_seed):
+    """Rows built to take each finish: the top k of the keys above the threshold, ties at the threshold from the
+    buffer and wider than it (a scan in column order), a top the sample cannot see (the exact fallback), fewer
+    candidates than k."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    n, k = 1600, 20
+    x = torch.randn(7, n, generator=gen)
+    lens = torch.full((7,), n, dtype=torch.int32)
+    x[0] = 0.25  # one value everywhere: ties wider than the buffer, scanned in column order
+    lens[1] = 60  # sampled whole: the threshold is the k-th word; 10 above it, 25 tied at it (fit in the buffer)
+    x[1, :60] = -torch.rand(60, generator=gen)
+    x[1, 3:13] = 2.0 + torch.rand(10, generator=gen)
+    x[1, 20:45] = 1.0
+    x[2] = torch.arange(n, dtype=torch.float32) % 7  # seven values: ties wider than the buffer
+    x[3, 1000:1100] = 9.0 + torch.rand(100, generator=gen)  # a run between the sample's runs: the sample misses it
+    x[5, :] = float("-inf")
+    x[5, 7:12] = 1.0  # five candidates: fewer than k
+    plan = small()
+    got = select(x, k, lens, plan=plan)
+    assert_same_sets(got, topk_select_reference(x, k, lens, 1), f"seed={fresh_seed}")
+    assert set(_branch(x, lens, k, plan)) == {"top of keys above", "ties from the buffer", "ties by a scan",
+                                               "fallback", "fewer than k"}, _branch(x, lens, k, plan)
+
+
+@pytest.mark.parametrize("P", [1, 2, 7])
+def test_longrow_programs_and_row_repeat(P, fresh_seed):
+    gen = torch.Generator().manual_seed(fresh_seed)
+    x = torch.randn(6, 900, generator=gen)
+    lens = torch.tensor([900, 0, 333], dtype=torch.int32)
+    got = select(x, 24, lens, 2, plan=small(P=P))
+    assert_same_sets(got, topk_select_reference(x, 24, lens, 2), f"P={P} seed={fresh_seed}")
+
+
+def test_longrow_counters_return_to_zero(fresh_seed):
+    gen = torch.Generator().manual_seed(fresh_seed)
+    x = torch.randn(3, 700, generator=gen)
+    for _ in range(2):  # a second call sees zeroed counters
+        got = select(x, 9)
+        assert_same_sets(got, topk_select_reference(x, 9), f"seed={fresh_seed}")
+    assert int(launch.longrow_sync(x.device, 3)[:12].abs().sum()) == 0
+
+
+def test_longrow_default_sizes(fresh_seed):
+    """The plan the rules make (k bucket 512: 2048-key buffers, 4096-column tiles), on a row wider than the
+    bisect select's tile, through the public API."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    x = torch.randn(2, plans.BISECT_MAX_COLS + 5, generator=gen)
+    lens = torch.tensor([plans.BISECT_MAX_COLS + 5, 3000], dtype=torch.int32)
+    facts = _impl.facts_for(x)
+    assert plans.select(2, x.shape[1], 300, facts).algo == "longrow"
+    got = dsa_lab.topk_select(x, 300, lengths=lens, impl="triton")
+    assert_same_sets(got, topk_select_reference(x, 300, lens, 1), f"seed={fresh_seed}")
+
+
+@pytest.mark.parametrize("starts", [False, True])
+def test_longrow_candidate_blocks_at_block_size_one(starts, fresh_seed):
+    """``select_candidate_blocks`` at block size 1 on the long-row path: the select reads the logits itself (no
+    scores launch), each row's newest column pinned to +inf, then the flags kernel."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    rows, width, k = 4, 1200, 30
+    x = torch.randn(rows, width, generator=gen)
+    ends = torch.tensor([1200, 700, 0, 1500], dtype=torch.int32)
+    st = torch.tensor([0, 100, 0, 300], dtype=torch.int32) if starts else None
+    plan = plans.CandidateBlocks(small(), 0, False, True)
+    out = poisoned(rows, k, "cpu")
+    flags = torch.full((rows, width + 1), 7, dtype=torch.uint8)
+    launch.candidate_blocks(x, ends, k, st, 1, 1, out, with_flags=True, flags_out=flags, plan=plan)
+    want, wflags = dsa_lab.select_candidate_blocks(x, ends, k, row_starts=st, block_size=1, impl="reference",
+                                                   with_flags=True)
+    assert_same_sets(out, want, f"seed={fresh_seed}")
+    assert torch.equal(flags, wflags)
+
+
+def test_longrow_rule():
+    """k of 257-2048 on rows wider than the bisect select's tile take the long-row select; k above 2048 the radix
+    select; at block size 1 the candidate path reads the logits itself, at larger block sizes it keeps the scores
+    launch and the radix select."""
+    f = {"sm_count": 132, "name": "x"}
+    assert plans.select_algo(1, 65536, 2048, 132) == "longrow" == plans.select_algo(640, 262144, 300, 132)
+    assert plans.select_algo(1, 65536, 4096, 132) == "radix" and plans.select_algo(640, 32768, 2048, 132) == "bisect"
+    assert plans.select_algo(1, 65536, 256, 132) == "hier"
+    pl = plans.select(640, 262144, 2048, f)
+    assert (pl.P, pl.CAP, pl.CAP_EQ) == (4, 8192, 4096) and plans.select(1, 131072, 512, f).P == 32
+    cb = plans.candidate_blocks(4, 65536, 1000, f, block_size=1)
+    assert cb.select.algo == "longrow" and cb.scores_programs == 0 and cb.flags_kernel
+    assert plans.candidate_blocks(4, 65536 * 8, 1000, f, block_size=8).select.algo == "radix"
+    with pytest.raises(ValueError, match="at most 2048"):
+        plans.longrow(1, 65536, 4096, f)
+    assert dataclasses.replace(pl, P=1).P == 1
+
+
+def test_longrow_compiles_once():
+    """Compile once: the long-row select's variants are two sample kernels and four main kernels (k bucket x logits
+    or scores), all in the warm list; rows, widths, lengths and k inside a bucket select none."""
+    from dsa_lab import warmup
+
+    warm = {key for key in warmup.variants(warmup.warm_calls(max_rows=2), warmup.H200) if "_longrow" in key}
+    assert len(warm) == 6, sorted(warm)
+    calls = [warmup.Call("select", r, w, k) for r in (1, 3, 640) for w in (40000, 131072, 262147) for k in (257, 700)]
+    calls += [warmup.Call("full", r, 70001, k, block_size=1, starts=s) for r in (1, 9) for k in (600, 2048)
+              for s in (False, True)]
+    got = {key for key in warmup.variants(calls, warmup.H200) if "_longrow" in key}
+    assert got <= warm, got - warm
