@@ -38,12 +38,12 @@ def points(args) -> list[tuple]:
     """(shape, rows, width, k, lengths, dist) of every point asked for."""
     out = []
     if args.grid:
-        out += [("grid", r, w, k, lm, "normal") for k in args.k for w in args.widths for r in args.rows
-                for lm in ("full", "ragged")]
-    if args.prefill:
-        out += [("prefill", 4096, w, k, "causal", "normal") for k in args.k for w in (65536, 131072)]
+        out += [("grid", r, w, k, lm, "normal") for k in sorted(args.k, reverse=True) for w in args.widths
+                for r in args.rows for lm in ("full", "ragged")]
     if args.laws:
         out += [("laws", r, w, 2048, "full", d) for r, w in ((64, 262144), (640, 65536)) for d in LAWS]
+    if args.prefill:
+        out += [("prefill", 4096, w, k, "causal", "normal") for k in args.k for w in (65536, 131072)]
     return out
 
 
