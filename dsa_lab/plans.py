@@ -229,21 +229,21 @@ class Longrow:
     TILE: int = LONGROW_TILE
     SUB: int = 2048  # keys a step of the finish
     STILE: int = 2048  # columns a step of a row scan (a wide tie, the exact fallback)
-    NCH: int = 64
-    CH: int = 64
+    NCH: int = 1024  # runs of CH columns: short runs keep a sorted row's sample spread over its ranks
+    CH: int = 8
     num_warps: int = 8
     algo = "longrow"
 
 
 def longrow(rows: int, n: int, k: int, facts: dict, *, block_size: int = 1, programs: int | None = None) -> Longrow:
     """The long-row select of ``k <= LONGROW_MAX_KP``: programs per row to fill the device (at most
-    :data:`LONGROW_PROGRAMS` per SM in all, at least a tile each; ``programs``: forced); room for about twice the
-    keys the threshold aims at (``2k``) above it."""
+    :data:`LONGROW_PROGRAMS` per SM in all, at least a tile each; ``programs``: forced); room for twice the keys the
+    threshold aims at above it (``3k``: a sample of 8192 words puts the count within a few percent of it)."""
     if k > LONGROW_MAX_KP:
         raise ValueError(f"the long-row select takes k of at most {LONGROW_MAX_KP}, got {k}")
     P = programs or max(1, min(-(-n // LONGROW_TILE), -(-LONGROW_PROGRAMS * int(facts["sm_count"]) // max(rows, 1))))
     kb = 512 if k <= 512 else LONGROW_MAX_KP
-    return Longrow(P=int(P), CAP=4 * kb, CAP_EQ=2 * kb, block_size=int(block_size))
+    return Longrow(P=int(P), CAP=6 * kb, CAP_EQ=2 * kb, block_size=int(block_size))
 
 
 def _group(KP: int) -> int:

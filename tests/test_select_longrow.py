@@ -20,7 +20,7 @@ from dsa_lab.select import topk_select_reference
 
 from _select_helpers import assert_same_sets, poisoned
 
-SMALL = dict(CAP=64, CAP_EQ=32, TILE=64, SUB=32, STILE=64, NCH=8, CH=8, num_warps=4)
+SMALL = dict(CAP=96, CAP_EQ=32, TILE=64, SUB=32, STILE=64, NCH=16, CH=4, num_warps=4)
 
 
 def small(P=3, **kw):
@@ -94,10 +94,18 @@ def test_longrow_branches(fresh_seed):
     x[1, 3:13] = 2.0 + torch.rand(10, generator=gen)
     x[1, 20:45] = 1.0
     x[2] = torch.arange(n, dtype=torch.float32) % 7  # seven values: ties wider than the buffer
-    x[3, 1000:1100] = 9.0 + torch.rand(100, generator=gen)  # a run between the sample's runs: the sample misses it
+    # the sample sees only its runs: low words there, high ones elsewhere -- far more keys above the threshold
+    # than the buffer holds: the exact fallback
+    plan = small()
+    runs = [i * (n - plan.CH) // (plan.NCH - 1) + j for i in range(plan.NCH) for j in range(plan.CH)]
+    x[3] += 10.0
+    x[3, runs] -= 20.0
     x[5, :] = float("-inf")
     x[5, 7:12] = 1.0  # five candidates: fewer than k
-    plan = small()
+    others = torch.tensor([c for c in range(n) if c not in set(runs)])
+    x[6] = -10.0  # the sample's words near 0, 50 distinct ones above them elsewhere: the top k of those
+    x[6, runs] = 0.01 * torch.randn(len(runs), generator=gen)
+    x[6, others[torch.randperm(len(others), generator=gen)[:50]]] = 10.0 + torch.rand(50, generator=gen)
     got = select(x, k, lens, plan=plan)
     assert_same_sets(got, topk_select_reference(x, k, lens, 1), f"seed={fresh_seed}")
     assert set(_branch(x, lens, k, plan)) == {"top of keys above", "ties from the buffer", "ties by a scan",
@@ -162,7 +170,7 @@ def test_longrow_rule():
     assert plans.select_algo(1, 65536, 4096, 132) == "radix" and plans.select_algo(640, 32768, 2048, 132) == "bisect"
     assert plans.select_algo(1, 65536, 256, 132) == "hier"
     pl = plans.select(640, 262144, 2048, f)
-    assert (pl.P, pl.CAP, pl.CAP_EQ) == (4, 8192, 4096) and plans.select(1, 131072, 512, f).P == 32
+    assert (pl.P, pl.CAP, pl.CAP_EQ) == (4, 12288, 4096) and plans.select(1, 131072, 512, f).P == 32
     cb = plans.candidate_blocks(4, 65536, 1000, f, block_size=1)
     assert cb.select.algo == "longrow" and cb.scores_programs == 0 and cb.flags_kernel
     assert plans.candidate_blocks(4, 65536 * 8, 1000, f, block_size=8).select.algo == "radix"

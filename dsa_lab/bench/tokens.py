@@ -5,13 +5,14 @@
 
 Points: ``--grid`` rows x widths x k x lengths (``full``: every row live; ``ragged``: uniform in [width/2, width]);
 ``--prefill``: 4096 rows with causal lengths (row i live up to (i + 1) x width / 4096); ``--laws``: the value laws
-at 64 x 262144 and 640 x 65536, k = 2048.  Columns past a row's length hold ``-inf`` (as the producer leaves them),
-so both arms see the same rows.  Arms: ``torch`` (``torch.topk`` over the row, then the store of int32 ids with
-``-1`` for ``-inf``: the upstream path) and ``triton`` (``dsa_lab.topk_select``).  Each point: fresh inputs, the
-triton arm's ids compared with the exact reference (sets, every slot; a sort of packed keys on the device), then
-both arms timed (``dsa_lab.bench.time_fn``: CUDA-graph medians), alternating which goes first; the floor is the
-point's bytes (every live score read once, the ids written) at the measured streaming bandwidth.  One CSV row per
-(point, arm), written as it goes; the metadata beside it.
+at 64 x 262144 and 640 x 65536, k = 2048; ``--probe``: the long-row select at other tiles and warps too. Columns
+past a row's length hold ``-inf`` (as the producer leaves them), so both arms see the same rows. Arms: ``torch``
+(``torch.topk`` over the row, then the store of int32 ids with ``-1`` for ``-inf``: the upstream path) and
+``triton`` (``dsa_lab.topk_select``). Each point: fresh inputs, the triton arm's ids compared with the exact
+reference (sets, every slot; a sort of packed keys on the device), then both arms timed (``dsa_lab.bench.time_fn``:
+CUDA-graph medians), alternating which goes first; the floor is the point's bytes (every live score read once, the
+ids written) at the measured streaming bandwidth. One CSV row per (point, arm), written as it goes; the metadata
+beside it.
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ COLUMNS = ["shape", "rows", "width", "k", "lengths", "dist", "arm", "median_us",
 GRID_ROWS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 640)
 GRID_WIDTHS = (65536, 131072, 262144)
 LAWS = ("normal", "shifted_narrow", "equal", "three", "ramp", "nan1pct", "band")
+PROBE = ((8192, 8), (2048, 4), (4096, 4))  # long-row (TILE, num_warps) beside the plan's own, at k = 2048
 
 
 def points(args) -> list[tuple]:
@@ -44,6 +46,8 @@ def points(args) -> list[tuple]:
         out += [("laws", r, w, 2048, "full", d) for r, w in ((64, 262144), (640, 65536)) for d in LAWS]
     if args.prefill:
         out += [("prefill", 4096, w, k, "causal", "normal") for k in args.k for w in (65536, 131072)]
+    if args.probe:
+        out += [("probe", r, w, 2048, "full", "normal") for r, w in ((1, 131072), (64, 262144), (640, 262144))]
     return out
 
 
@@ -60,13 +64,28 @@ def inputs(rows, width, lengths, dist, seed, device):
     return x, L
 
 
-def arms(x, L, k):
+def arms(x, L, k, probe=False):
+    """``fn()`` per arm; ``probe``: also the long-row select at the :data:`PROBE` tiles and warps."""
+    import dataclasses
+
+    from .. import _impl, plans
+    from ..launch import select as launch
     from ..select import topk_select
     from .sweep.arms import torch_topk_store
 
     out = torch.empty((x.shape[0], k), dtype=torch.int32, device=x.device)
-    return {"torch": lambda: torch_topk_store(x, k),
-            "triton": lambda: topk_select(x, k, lengths=L, impl="triton", out=out)}
+    fns = {"torch": lambda: torch_topk_store(x, k),
+           "triton": lambda: topk_select(x, k, lengths=L, impl="triton", out=out)}
+    if probe:
+        rows, n = x.shape
+        facts = _impl.facts_for(x)
+        base = plans.longrow(rows, n, k, facts)
+        for tile, nw in PROBE:
+            P = max(1, min(-(-n // tile), -(-plans.LONGROW_PROGRAMS * int(facts["sm_count"]) // rows)))
+            pl = dataclasses.replace(base, TILE=tile, num_warps=nw, P=P)
+            o = torch.empty_like(out)
+            fns[f"triton_t{tile}_w{nw}"] = lambda pl=pl, o=o: launch.topk_select(x, k, L, 1, o, plan=pl, facts=facts)
+    return fns
 
 
 def run(args) -> int:
@@ -88,12 +107,14 @@ def run(args) -> int:
             from ..select import topk_select
 
             x, L = inputs(rows, width, lengths, dist, 1000 + i + 7919 * args.seed, dev)
-            fns = arms(x, L, k)
-            bad = compare(fns["triton"](), topk_select(x, k, lengths=L, impl="reference"))[0]
+            fns = arms(x, L, k, probe=shape == "probe")
+            ref = topk_select(x, k, lengths=L, impl="reference")
+            bads = {a: compare(fn(), ref)[0] for a, fn in fns.items() if a != "torch"}
+            bad = bads["triton"]
             meds: dict = {a: [] for a in fns}
             last = {}
             for rep in range(args.reps):
-                for a in (("torch", "triton") if rep % 2 == 0 else ("triton", "torch")):
+                for a in (list(fns) if rep % 2 == 0 else list(fns)[::-1]):
                     last[a] = timing.time_fn(fns[a])
                     meds[a].append(last[a].median_us)
             floor = (int(L.sum()) * 4 + rows * k * 4) / (bw * 1e3)
@@ -101,13 +122,14 @@ def run(args) -> int:
             for a in fns:
                 w.writerow({"shape": shape, "rows": rows, "width": width, "k": k, "lengths": lengths, "dist": dist,
                             "arm": a, "median_us": round(m[a], 3), "p10_us": round(last[a].p10_us, 3),
-                            "p90_us": round(last[a].p90_us, 3), "bad": bad if a == "triton" else "",
+                            "p90_us": round(last[a].p90_us, 3), "bad": bads.get(a, ""),
                             "speedup_vs_torch": round(m["torch"] / m[a], 3), "floor_us": round(floor, 3),
                             "x_floor": round(m[a] / floor, 3)})
             f.flush()
             print(f"{shape} {dist:14s} k{k} {rows:4d} x {width:6d} {lengths:6s}: torch {m['torch']:8.1f} "
                   f"triton {m['triton']:8.1f} ({m['torch'] / m['triton']:.2f}x, {m['triton'] / floor:.2f}x floor)"
-                  + (f" BAD {bad}" if bad else ""), flush=True)
+                  + (f" BAD {bad}" if bad else "") + "".join(f" | {a} {m[a]:.1f}" + (" BAD" if bads[a] else "")
+                                                           for a in fns if a.startswith("triton_t")), flush=True)
             del x, L, fns
     print(f"done in {time.time() - t0:.0f} s", flush=True)
     return 0
@@ -119,6 +141,7 @@ def main(argv=None) -> int:
     p.add_argument("--grid", action="store_true")
     p.add_argument("--prefill", action="store_true")
     p.add_argument("--laws", action="store_true")
+    p.add_argument("--probe", action="store_true", help="also the long-row select at other tiles and warps")
     p.add_argument("--rows", default=",".join(map(str, GRID_ROWS)), type=lambda s: [int(x) for x in s.split(",")])
     p.add_argument("--widths", default=",".join(map(str, GRID_WIDTHS)),
                    type=lambda s: [int(x) for x in s.split(",")])

@@ -2,9 +2,10 @@
 
 Two launches, the second a programmatic dependent of the first (sm_90+):
 
-1. :func:`_longrow_sample_kernel`, one program per row: a sample of the row (64 runs of 64 columns spread over
-   its live extent, or the whole row when it has at most ``SAMPLE`` columns) gives a threshold word ``T``: the
-   sample's word of the rank that puts about ``2k`` of the row above it (the whole row: exactly the k-th word).
+1. :func:`_longrow_sample_kernel`, one program per row: a sample of the row (``NCH`` short runs of ``CH`` columns
+   spread over its live extent, or the whole row when it has at most ``NCH * CH`` columns) gives a threshold word
+   ``T``: the sample's word of the rank that puts about ``3k`` of the row above it (the whole row: exactly the k-th
+   word).
 2. :func:`_longrow_kernel`, grid ``(rows, P)``: each program streams its share of the row once, tile by tile, and
    compacts the keys of the words above ``T`` (and, apart, of those equal to it) into per-row candidate buffers,
    reserving slots with one atomic add per tile.  The row's last program to arrive (an ``acq_rel`` counter per row)
@@ -98,9 +99,9 @@ def _longrow_sample_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, n, 
     if L <= SAMPLE:  # the whole row: the k-th word itself
         cols = i * CH + j
         r = k
-    else:  # runs spread over the row; the rank that leaves about 2k of the row above the word
+    else:  # runs spread over the row; the rank that leaves about 3k of the row above the word
         cols = ((i.to(tl.int64) * (L - CH)) // (NCH - 1) + j).to(tl.int32)
-        r = tl.minimum(tl.maximum((2 * k * SAMPLE + L - 1) // L, 1), SAMPLE)
+        r = tl.minimum(tl.maximum(((3 * k * SAMPLE).to(tl.int64) + L - 1) // L, 1), SAMPLE).to(tl.int32)
     h = _words(src_ptr, row_off, cols, L, start, nlive, newest, BLOCK_SCORES)
     h = tl.reshape(h, [SAMPLE])
     tl.store(thr_ptr + row, _kth_word(h, h > NEG_HI, r))
