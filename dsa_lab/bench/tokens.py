@@ -5,7 +5,8 @@
 
 Points: ``--grid`` rows x widths x k x lengths (``full``: every row live; ``ragged``: uniform in [width/2, width]);
 ``--prefill``: 4096 rows with causal lengths (row i live up to (i + 1) x width / 4096); ``--laws``: the value laws
-at 64 x 262144 and 640 x 65536, k = 2048; ``--probe``: the long-row select at other tiles and warps too. Columns
+at 64 x 262144 and 640 x 65536, k = 2048; ``--probe``: the long-row select at other tiles and warps too;
+``--crossover``: the long-row and radix selects forced, at 1-64 rows. Columns
 past a row's length hold ``-inf`` (as the producer leaves them), so both arms see the same rows. Arms: ``torch``
 (``torch.topk`` over the row, then the store of int32 ids with ``-1`` for ``-inf``: the upstream path) and
 ``triton`` (``dsa_lab.topk_select``). Each point: fresh inputs, the triton arm's ids compared with the exact
@@ -48,6 +49,9 @@ def points(args) -> list[tuple]:
         out += [("prefill", 4096, w, k, "causal", "normal") for k in args.k for w in (65536, 131072)]
     if args.probe:
         out += [("probe", r, w, 2048, "full", "normal") for r, w in ((1, 131072), (64, 262144), (640, 262144))]
+    if args.crossover:
+        out += [("crossover", r, w, k, "full", "normal") for k in (2048, 512) for w in (65536, 262144)
+                for r in (1, 2, 4, 8, 16, 32, 64)]
     return out
 
 
@@ -64,8 +68,9 @@ def inputs(rows, width, lengths, dist, seed, device):
     return x, L
 
 
-def arms(x, L, k, probe=False):
-    """``fn()`` per arm; ``probe``: also the long-row select at the :data:`PROBE` tiles and warps."""
+def arms(x, L, k, probe=False, crossover=False):
+    """``fn()`` per arm; ``probe``: also the long-row select at the :data:`PROBE` tiles and warps; ``crossover``:
+    also the long-row and the radix selects, each forced (where the rules put the line between them)."""
     import dataclasses
 
     from .. import _impl, plans
@@ -76,9 +81,14 @@ def arms(x, L, k, probe=False):
     out = torch.empty((x.shape[0], k), dtype=torch.int32, device=x.device)
     fns = {"torch": lambda: torch_topk_store(x, k),
            "triton": lambda: topk_select(x, k, lengths=L, impl="triton", out=out)}
+    rows, n = x.shape
+    facts = _impl.facts_for(x)
+    if crossover:
+        for algo in ("longrow", "radix"):
+            pl = plans.select(rows, n, k, facts, algo=algo)
+            o = torch.empty_like(out)
+            fns[algo] = lambda pl=pl, o=o: launch.topk_select(x, k, L, 1, o, plan=pl, facts=facts)
     if probe:
-        rows, n = x.shape
-        facts = _impl.facts_for(x)
         base = plans.longrow(rows, n, k, facts)
         for tile, nw in PROBE:
             P = max(1, min(-(-n // tile), -(-plans.LONGROW_PROGRAMS * int(facts["sm_count"]) // rows)))
@@ -107,7 +117,7 @@ def run(args) -> int:
             from ..select import topk_select
 
             x, L = inputs(rows, width, lengths, dist, 1000 + i + 7919 * args.seed, dev)
-            fns = arms(x, L, k, probe=shape == "probe")
+            fns = arms(x, L, k, probe=shape == "probe", crossover=shape == "crossover")
             ref = topk_select(x, k, lengths=L, impl="reference")
             bads = {a: compare(fn(), ref)[0] for a, fn in fns.items() if a != "torch"}
             bad = bads["triton"]
@@ -129,7 +139,7 @@ def run(args) -> int:
             print(f"{shape} {dist:14s} k{k} {rows:4d} x {width:6d} {lengths:6s}: torch {m['torch']:8.1f} "
                   f"triton {m['triton']:8.1f} ({m['torch'] / m['triton']:.2f}x, {m['triton'] / floor:.2f}x floor)"
                   + (f" BAD {bad}" if bad else "") + "".join(f" | {a} {m[a]:.1f}" + (" BAD" if bads[a] else "")
-                                                           for a in fns if a.startswith("triton_t")), flush=True)
+                                                           for a in fns if a not in ("torch", "triton")), flush=True)
             del x, L, fns
     print(f"done in {time.time() - t0:.0f} s", flush=True)
     return 0
@@ -142,6 +152,7 @@ def main(argv=None) -> int:
     p.add_argument("--prefill", action="store_true")
     p.add_argument("--laws", action="store_true")
     p.add_argument("--probe", action="store_true", help="also the long-row select at other tiles and warps")
+    p.add_argument("--crossover", action="store_true", help="the long-row and radix selects forced, 1-64 rows")
     p.add_argument("--rows", default=",".join(map(str, GRID_ROWS)), type=lambda s: [int(x) for x in s.split(",")])
     p.add_argument("--widths", default=",".join(map(str, GRID_WIDTHS)),
                    type=lambda s: [int(x) for x in s.split(",")])
