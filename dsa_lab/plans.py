@@ -12,8 +12,9 @@ The rules (the measurement behind each: ``docs/design.md`` §9):
 decision                    rule
 ==========================  =========================================================================================
 select algorithm            bisect for k > 256 on rows of at most 32768 columns from SM/6 rows, and from one row on
-                            rows of 2048-8192 columns; long-row for k of 257-2048 on wider rows; else radix when
-                            the k bucket is at least 1024, or 512 with several radix programs per row; else hier
+                            rows of 2048-8192 columns; long-row for k of 257-2048 on wider rows from 2M columns in
+                            all (rows x width); else radix when the k bucket is at least 1024, or 512 with several
+                            radix programs per row; else hier
 long-row select             a sample launch (a threshold per row), then P programs per row stream it once and
                             compact the few keys above the threshold; the row's last program finishes exactly
 bisect select               one program per row, the row in registers, 512 threads (16 warps; 8 waves of 64 on ROCm)
@@ -69,6 +70,7 @@ DECODE_BLOCKS = 32768  # the padded decode workspace in blocks (262144 / 8): sta
 LONGROW_MAX_KP = 2048  # the long-row select serves k buckets 512 and 2048 on rows wider than the bisect's tile
 LONGROW_TILE = 4096  # columns a step of a long-row program
 LONGROW_PROGRAMS = 16  # long-row programs per SM in all, at most (one tile each at least)
+LONGROW_MIN_COLUMNS = 1 << 21  # the long-row select from this many columns in all (rows x width); the radix below
 SCORES_MULT = 32  # scores launch: about 32 x SM programs in all
 SCORES_LANES = 4096  # logits per scores tile, whatever the width
 MASK_TILE, MASK_PROGRAMS = 2048, 16
@@ -114,7 +116,7 @@ def select_algo(rows: int, n: int, k: int, sm_count: int) -> str:
     few_cols = BISECT_ANY_ROWS[0] <= n <= BISECT_ANY_ROWS[1]
     if kp >= RADIX_PAR_MIN_KP and n <= BISECT_MAX_COLS and (few_cols or rows >= BISECT_MIN_ROWS_PER_SM * sm_count):
         return "bisect"
-    if RADIX_PAR_MIN_KP <= kp <= LONGROW_MAX_KP and n > BISECT_MAX_COLS:
+    if RADIX_PAR_MIN_KP <= kp <= LONGROW_MAX_KP and n > BISECT_MAX_COLS and rows * n >= LONGROW_MIN_COLUMNS:
         return "longrow"
     if kp >= RADIX_MIN_KP or (kp >= RADIX_PAR_MIN_KP and radix_programs(rows, n, sm_count) > 1):
         return "radix"

@@ -33,6 +33,7 @@ MAX_ROWS = 640
 # one k per compiled bucket: hier KP 64 / 128 / 256 / 512, radix and bisect (k-independent)
 BUCKET_K = (64, 100, 200, 300, 2048)
 LONGROW_K = (300, 2048)  # the long-row select's two k buckets
+LONGROW_ROWS = 64  # rows of WIDE_WIDTH that take it
 VERIFY_FUZZ_WIDTH = 8192  # `dsa-lab verify --scale gpu`'s default cap on the fuzz's widths
 ODD_WIDTH = 1001  # a width whose rows are not 16-element aligned (the kernels' other alignment bucket)
 WIDE_WIDTH = 65537  # wider than the bisect select's register tile (the long-row and radix selects' rows)
@@ -83,10 +84,11 @@ def warm_calls(max_rows: int = MAX_ROWS, *, fused: bool = False) -> list[Call]:
                           Call("full", r, DECODE_WIDTH, k, starts=True, flags=fl)]
                 if fused and k <= 256:
                     calls += [Call("fused", r, DECODE_WIDTH, k, flags=fl), Call("fused", r, ODD_WIDTH, k, flags=fl)]
-    for k in LONGROW_K:  # the candidate path at block size 1 on wide rows: the long-row select reads the logits
+    for k in LONGROW_K:  # the long-row select (rows x width from 2M) and the candidate path at block size 1 on it
+        calls.append(Call("select", LONGROW_ROWS, WIDE_WIDTH, k))
         for fl in (True, False):
-            calls += [Call("full", 1, WIDE_WIDTH, k, block_size=1, flags=fl),
-                      Call("full", 1, WIDE_WIDTH, k, block_size=1, starts=True, flags=fl)]
+            calls += [Call("full", LONGROW_ROWS, WIDE_WIDTH, k, block_size=1, flags=fl),
+                      Call("full", LONGROW_ROWS, WIDE_WIDTH, k, block_size=1, starts=True, flags=fl)]
     calls += [Call("scores", 1, DECODE_WIDTH, 0), Call("flags", 1, DECODE_WIDTH, 64),
               Call("mask", 1, DECODE_WIDTH, 64)]
     calls += [Call(e, 128, DECODE_WIDTH, nn, starts=two) for e in ("producer", "producer_step") for nn in range(1, 6)

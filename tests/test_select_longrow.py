@@ -131,15 +131,16 @@ def test_longrow_counters_return_to_zero(fresh_seed):
 
 
 def test_longrow_default_sizes(fresh_seed):
-    """The plan the rules make (k bucket 512: 2048-key buffers, 4096-column tiles), on a row wider than the
-    bisect select's tile, through the public API."""
+    """The plan the rules make for a long row (k bucket 512: 3072-key buffers, 4096-column tiles, the 8192-word
+    sample), on rows wider than the bisect select's tile."""
     gen = torch.Generator().manual_seed(fresh_seed)
     x = torch.randn(2, plans.BISECT_MAX_COLS + 5, generator=gen)
     lens = torch.tensor([plans.BISECT_MAX_COLS + 5, 3000], dtype=torch.int32)
-    facts = _impl.facts_for(x)
-    assert plans.select(2, x.shape[1], 300, facts).algo == "longrow"
-    got = dsa_lab.topk_select(x, 300, lengths=lens, impl="triton")
-    assert_same_sets(got, topk_select_reference(x, 300, lens, 1), f"seed={fresh_seed}")
+    plan = plans.longrow(2, x.shape[1], 300, _impl.facts_for(x))
+    assert (plan.CAP, plan.TILE, plan.NCH * plan.CH) == (3072, 4096, 8192)
+    out = poisoned(2, 300, "cpu")
+    launch.topk_select(x, 300, lens, 1, out, plan=plan)
+    assert_same_sets(out, topk_select_reference(x, 300, lens, 1), f"seed={fresh_seed}")
 
 
 @pytest.mark.parametrize("starts", [False, True])
@@ -162,18 +163,20 @@ def test_longrow_candidate_blocks_at_block_size_one(starts, fresh_seed):
 
 
 def test_longrow_rule():
-    """k of 257-2048 on rows wider than the bisect select's tile take the long-row select; k above 2048 the radix
-    select; at block size 1 the candidate path reads the logits itself, at larger block sizes it keeps the scores
-    launch and the radix select."""
+    """k of 257-2048 on rows wider than the bisect select's tile take the long-row select from 2M columns in all
+    (rows x width), the radix select below; k above 2048 the radix select; at block size 1 the candidate path reads
+    the logits itself, at larger block sizes it keeps the scores launch and the radix select."""
     f = {"sm_count": 132, "name": "x"}
-    assert plans.select_algo(1, 65536, 2048, 132) == "longrow" == plans.select_algo(640, 262144, 300, 132)
-    assert plans.select_algo(1, 65536, 4096, 132) == "radix" and plans.select_algo(640, 32768, 2048, 132) == "bisect"
+    assert plans.select_algo(8, 262144, 2048, 132) == "longrow" == plans.select_algo(640, 262144, 300, 132)
+    assert plans.select_algo(4, 262144, 2048, 132) == "radix" == plans.select_algo(16, 65536, 512, 132)
+    assert plans.select_algo(32, 65536, 512, 132) == "longrow"
+    assert plans.select_algo(64, 65536, 4096, 132) == "radix" and plans.select_algo(640, 32768, 2048, 132) == "bisect"
     assert plans.select_algo(1, 65536, 256, 132) == "hier"
     pl = plans.select(640, 262144, 2048, f)
-    assert (pl.P, pl.CAP, pl.CAP_EQ) == (4, 12288, 4096) and plans.select(1, 131072, 512, f).P == 32
-    cb = plans.candidate_blocks(4, 65536, 1000, f, block_size=1)
+    assert (pl.P, pl.CAP, pl.CAP_EQ) == (4, 12288, 4096) and plans.select(16, 131072, 512, f).P == 32
+    cb = plans.candidate_blocks(64, 65536, 1000, f, block_size=1)
     assert cb.select.algo == "longrow" and cb.scores_programs == 0 and cb.flags_kernel
-    assert plans.candidate_blocks(4, 65536 * 8, 1000, f, block_size=8).select.algo == "radix"
+    assert plans.candidate_blocks(64, 65536 * 8, 1000, f, block_size=8).select.algo == "radix"
     with pytest.raises(ValueError, match="at most 2048"):
         plans.longrow(1, 65536, 4096, f)
     assert dataclasses.replace(pl, P=1).P == 1
@@ -186,8 +189,8 @@ def test_longrow_compiles_once():
 
     warm = {key for key in warmup.variants(warmup.warm_calls(max_rows=2), warmup.H200) if "_longrow" in key}
     assert len(warm) == 6, sorted(warm)
-    calls = [warmup.Call("select", r, w, k) for r in (1, 3, 640) for w in (40000, 131072, 262147) for k in (257, 700)]
-    calls += [warmup.Call("full", r, 70001, k, block_size=1, starts=s) for r in (1, 9) for k in (600, 2048)
+    calls = [warmup.Call("select", r, w, k) for r in (9, 64, 640) for w in (262147, 300001) for k in (257, 700)]
+    calls += [warmup.Call("full", r, 70001, k, block_size=1, starts=s) for r in (30, 99) for k in (600, 2048)
               for s in (False, True)]
     got = {key for key in warmup.variants(calls, warmup.H200) if "_longrow" in key}
     assert got <= warm, got - warm

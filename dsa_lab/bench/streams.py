@@ -86,6 +86,8 @@ def cases(scale: str = "gpu") -> list[Case]:
     out += [
         Case("select_k2048_262144", "radix, split rows", _select(2, 262144, 2048)),
         Case("select_k512_65536", "radix, split rows", _select(2, 65536, 512)),
+        Case("select_k2048_262144_x16", "long-row", _select(16, 262144, 2048)),
+        Case("select_k512_65536_x64", "long-row", _select(64, 65536, 512)),
         Case("select_k512_32768_x32", "bisect", _select(32, 32768, 512)),
         Case("select_k64_x640", "hier, one program per row", _select(640, 16384, 64)),
         Case("blocks_k64_262144", "scores + hier (stage A in scores)", _blocks(2, 262144, 64, 8, flags=False)),
