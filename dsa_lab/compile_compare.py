@@ -195,11 +195,12 @@ def _format(target: str, a: list[dict], b: list[dict]) -> str:
     return "sass" if _cuobjdump() and all("cubin" in e["files"] for e in a + b) else "ptx"
 
 
-def first_differences(a: list[str], b: list[str], n: int = 4) -> list[str]:
-    """The first ``n`` differing lines of two instruction streams, ``-`` REF's, ``+`` this tree's."""
+def first_differences(a: list[str], b: list[str], n: int = 4) -> tuple[int, list[str]]:
+    """``(instructions that differ, the first n lines of the diff)`` of two instruction streams: ``-`` REF's, ``+``
+    this tree's, ``@@`` where."""
     lines = [ln for ln in difflib.unified_diff(a, b, "REF", "this", n=0, lineterm="")
              if ln[:1] in "-+@" and not ln.startswith(("---", "+++"))]
-    return lines[:n + 1]
+    return sum(ln[:1] in "-+" for ln in lines), lines[:n + 1]
 
 
 def compare_target(target: str, ref_dir: Path, work: Path, opts: dict) -> tuple[bool, list[str]]:
@@ -220,9 +221,9 @@ def compare_target(target: str, ref_dir: Path, work: Path, opts: dict) -> tuple[
     if extra:
         head += f" (REF lists {len(a)} variants, this tree {len(b)})"
     lines = [head]
-    for i, ka, kb, diff in differ:
+    for i, ka, kb, (count, diff) in differ:
         lines.append(f"  #{i}: REF {ka}")
-        lines.append(f"  #{i}: this {kb}")
+        lines.append(f"  #{i}: this {kb} ({count} lines differ; the first:)")
         lines += [f"      {d}" for d in diff]
     return not differ and not extra, lines
 
