@@ -83,7 +83,7 @@ def _amdgcn_lines(text: str):
     skip = False
     for ln in text.splitlines():
         s = ln.split(";")[0].strip()
-        if s.startswith(".amdgpu_metadata"):  # the YAML note: argument names, the symbol; resources are below
+        if s.startswith(".amdgpu_metadata"):  # the YAML note: argument names, the symbol (resources: .amdhsa_*)
             skip = True
         elif s.startswith(".end_amdgpu_metadata"):
             skip = False
