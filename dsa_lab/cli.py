@@ -15,6 +15,7 @@ SUBCOMMANDS = {  # name: module (None: defined here)
     "verify": "dsa_lab.bench.verify",
     "sweep": "dsa_lab.bench.sweep",
     "ab": "dsa_lab.bench.ab",
+    "coldstart": "dsa_lab.bench.coldstart",
     "report": "dsa_lab.bench.report",
     "workbook": "dsa_lab.workbook.build",
 }

@@ -2,7 +2,7 @@
 
 No GPU is needed: ``triton.compile`` with a ``GPUTarget`` builds the cubin (``sm_90``) or the AMD code object
 (``gfx950``: MI355X, ``gfx942``: MI300X) from the same Triton source.  The variants are the warmup's
-(:func:`dsa_lab.warmup.warm_calls`: the decode grid and every bucket of the default arms), recorded from the dispatch
+(:func:`dsa_lab.warmup.warm_calls`: the decode grid and every bucket of the default arms), recorded from the launchers
 with the target device's facts, so the branches a device chooses (programmatic dependent launch on CUDA sm_90 only,
 grids sized by the CU count) are the ones compiled.  For each variant it reports registers, shared memory / LDS,
 spills / scratch and occupancy, and fails (exit status 1) when a variant spills vector registers or uses scratch /
@@ -10,6 +10,11 @@ local memory, or needs more shared memory per program than the target has (SGPRs
 not failed: they touch no memory).  ``--subset ci`` compiles one variant per kernel and k bucket:
 the gate CI runs for gfx950.  Compiled and checked is not run: these numbers say nothing about speed or
 correctness on an AMD GPU.
+
+``--dump-asm DIR`` writes each compiled variant's PTX and cubin (sm_90) or AMDGCN (gfx) and an ``index.json`` instead
+of checking resources.  ``--compare REF`` compiles the same list at this tree and at the git revision REF, each with
+its own code, for each ``--target`` (default: all three), and compares the instruction streams variant by variant,
+names normalized (:mod:`dsa_lab.compile_compare`): one line per target, exit status 1 when any variant differs.
 """
 from __future__ import annotations
 
@@ -29,7 +34,7 @@ from . import warmup
 @dataclasses.dataclass(frozen=True)
 class Target:
     backend: tuple  # GPUTarget(*backend)
-    facts: dict  # the device facts the dispatch is recorded with
+    facts: dict  # the device facts the launchers are recorded with
     shared_limit: int  # bytes of shared memory / LDS one program may use
     max_waves: int  # resident warps per SM (CUDA) or waves per SIMD (AMD)
 
@@ -175,26 +180,77 @@ def _compile_one(i: int, target: str) -> dict:
     return row
 
 
+def _dump_one(i: int, target: str, out: str) -> dict:
+    key, (launch, _) = _ITEMS[i]
+    kernel = compile_for(launch, target)
+    files = {}
+    for fmt in ("ptx", "cubin", "amdgcn"):
+        if fmt in kernel.asm:
+            files[fmt] = f"{i:04d}.{fmt}"
+            text = kernel.asm[fmt]
+            with open(os.path.join(out, files[fmt]), "wb" if isinstance(text, bytes) else "w") as f:
+                f.write(text)
+    return {"key": key, "name": kernel.metadata.name, "files": files}
+
+
+def _targets(value: str) -> list[str]:
+    names = value.split(",")
+    bad = [t for t in names if t not in TARGETS]
+    if bad:
+        raise argparse.ArgumentTypeError(f"unknown target(s) {bad}; choose from {', '.join(sorted(TARGETS))}")
+    return names
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--target", choices=sorted(TARGETS), required=True)
+    p.add_argument("--target", type=_targets, default=None,
+                   help=f"one of {', '.join(sorted(TARGETS))} (required); with --compare a comma list, default all")
     p.add_argument("--subset", choices=("all", "ci"), default="all",
                    help="ci: one variant per kernel and k bucket (the CI gate)")
     p.add_argument("--only", default=None, metavar="REGEX", help="only the variants whose line matches REGEX")
+    p.add_argument("--limit", type=int, default=0, metavar="N", help="only the first N variants of the list")
     p.add_argument("--decode-only", action="store_true", help="only the decode grid's variants")
     p.add_argument("--fused", action="store_true", help="also the triton_fused arm's variants")
     p.add_argument("--jobs", type=int, default=1,
                    help="parallel compile processes (compile_s is then measured under that load; 1: cold and alone)")
     p.add_argument("--csv", default=None, help="write one row per variant here (+ .meta.json), replacing the file")
+    p.add_argument("--dump-asm", default=None, metavar="DIR",
+                   help="write each variant's PTX / cubin / AMDGCN and index.json to DIR (no resource check)")
+    p.add_argument("--compare", default=None, metavar="REF",
+                   help="compare every variant's instructions, names normalized, with the tree at git revision REF")
+
+
+def _map(fn, n: int, jobs: int, *args):
+    """``fn(i, *args)`` for ``i < n`` in order, in ``jobs`` forked processes (they inherit :data:`_ITEMS`)."""
+    if jobs <= 1:
+        for i in range(n):
+            yield fn(i, *args)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as ex:
+        futs = [ex.submit(fn, i, *args) for i in range(n)]
+        for f in futs:
+            yield f.result()
 
 
 def run(args) -> int:
     global _ITEMS
     t0 = time.perf_counter()
+    if args.compare:
+        from .compile_compare import run_compare
+
+        opts = {k: getattr(args, k) for k in ("only", "subset", "limit", "decode_only", "fused", "jobs")}
+        return run_compare(args.compare, args.target or sorted(TARGETS), opts)
+    if not args.target or len(args.target) != 1:
+        raise SystemExit("compile-check: give one --target (several only with --compare)")
+    args.target = args.target[0]
     calls = warmup.decode_calls() if args.decode_only else warmup.warm_calls(fused=args.fused)
     items = list(warmup.variants(calls, TARGETS[args.target].facts).items())
     if args.only:
         items = [it for it in items if re.search(args.only, it[0])]
     _ITEMS = subset_ci(items) if args.subset == "ci" else items
+    _ITEMS = _ITEMS[:args.limit] if args.limit else _ITEMS
     from .kernels import hier  # noqa: F401  (decorate the kernels before any timing)
 
     if not os.environ.get("TRITON_CACHE_DIR_KEEP"):  # every compile cold: a fresh cache, removed afterwards
@@ -211,17 +267,17 @@ def run(args) -> int:
         print(f"[{len(rows)}/{len(_ITEMS)}] {row['compile_s']:6.1f} s {'ok  ' if row['ok'] else 'FAIL'} {res} "
               f"{row['variant']}{'  ' + row['problem'] if row['problem'] else ''}", flush=True)
 
-    if args.jobs <= 1:
-        for i in range(len(_ITEMS)):
-            done(i, _compile_one(i, args.target))
-    else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+    if args.dump_asm:
+        import json
 
-        with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("fork")) as ex:
-            futs = [ex.submit(_compile_one, i, args.target) for i in range(len(_ITEMS))]
-            for i, f in enumerate(futs):
-                done(i, f.result())
+        os.makedirs(args.dump_asm, exist_ok=True)
+        index = list(_map(_dump_one, len(_ITEMS), args.jobs, args.target, args.dump_asm))
+        with open(os.path.join(args.dump_asm, "index.json"), "w") as f:
+            json.dump({"target": args.target, "variants": index}, f, indent=1)
+        print(f"{len(index)} variants compiled for {args.target} into {args.dump_asm}", file=sys.stderr)
+        return 0
+    for i, row in enumerate(_map(_compile_one, len(_ITEMS), args.jobs, args.target)):
+        done(i, row)
     bad = [r for r in rows if not r["ok"]]
     print(f"{len(rows)} variants compiled for {args.target} in {time.perf_counter() - t0:.0f} s; "
           f"{len(bad)} over a limit", file=sys.stderr)

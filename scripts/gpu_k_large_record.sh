@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The bisect select's records at commit $1, in two device calls, packed into $OUT/records.tgz:
-#   bash scripts/gpu_k_large_record.sh COMMIT ab      (about 450 s) gpu tests; the select A/B (data/h200/k_large/
+#   bash scripts/gpu_k_large_record.sh COMMIT ab      (about 410 s) gpu tests; the select A/B (data/h200/k_large/
 #       select_ab_final.csv); the value distributions (select_ab_dists.csv); the A/B against an older package
-#       (select_ab_${OLD_TAG:-old}_k*.csv; the package unpacked as ${OLD_DIR:-.ab/ab_bis}/dsa_lab_old, `carry: [".ab"]`);
-#       the bisect kernel's stage costs (bisect_stages_COMMIT.csv); then, unless NO_WARMUP is set, the warmup and
-#       cold-start records (scripts/gpu_record.sh warmup coldstart)
+#       (select_ab_${OLD_TAG:-old}_k*.csv; the package unpacked as ${OLD_DIR:-.ab/ab_bis}/dsa_lab_old, `carry: [".ab"]`),
+#       all three by `dsa-lab ab --stage select`; then, unless NO_WARMUP is set, the warmup and cold-start records
+#       (scripts/gpu_record.sh warmup coldstart).  (The bisect kernel's stage costs, bisect_stages_COMMIT.csv, came
+#       from scripts/gpu_bisect_stages.py, deleted after 0ae5745.)
 #   bash scripts/gpu_k_large_record.sh COMMIT record  (about 450 s) the k > 256 fuzz and matrix; the sweep's triton arm
-#       at the k = 512 / 2048 points of every row count (data/h200/rerecord_bisect/, merged by
-#       scripts/merge_sweep_runs.py); the fuzz's seeds are FUZZ_SEED (default 3101) and the four after it
+#       at the k = 512 / 2048 points of every row count (data/h200/rerecord_bisect/, merged afterwards by
+#       python -m dsa_lab.bench.merge); the fuzz's seeds are FUZZ_SEED (default 3101) and the four after it
 # The records go under the card's data folder (data/h200, data/h100: `dsa_lab.bench.data.gpu_slug`).
 set -u
 case "${2:-}" in ab|record) ;; *) echo "usage: $0 COMMIT ab|record" >&2; exit 2 ;; esac
@@ -21,19 +22,19 @@ if [ "$2" = ab ]; then
   echo "=== gputests $(date -u +%T)" >> $L
   timeout 110 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_select_bisect.py tests/test_select_radix.py >> $L 2>&1
   echo "=== ab $(date -u +%T)" >> $L
-  timeout 80 python3 scripts/gpu_select_ab.py $D/select_ab_final.csv --contexts 16384,65536,262144 \
-    --rows 1x1,32x1,128x1,32x5,128x5 --arms torch,torch_live,triton,radix --max-seconds 70 >> $L 2>&1
+  timeout 80 python3 -m dsa_lab.cli ab $D/select_ab_final.csv --stage select --k 512,2048 \
+    --widths 16384,65536,262144 --rows 1x1,32x1,128x1,32x5,128x5 --arms torch,torch_live,triton,radix --reps 2 \
+    --max-seconds 70 >> $L 2>&1
   echo "=== dists $(date -u +%T)" >> $L
-  timeout 55 python3 scripts/gpu_select_ab.py $D/select_ab_dists.csv --k 2048,512 --contexts 262144 \
-    --rows 128x1,32x5,128x5 --dists normal,shifted,equal,nan1pct,ramp --arms torch,triton --max-seconds 45 >> $L 2>&1
+  timeout 55 python3 -m dsa_lab.cli ab $D/select_ab_dists.csv --stage select --k 2048,512 --widths 262144 \
+    --rows 128x1,32x5,128x5 --dist normal,shifted,equal,nan1pct,ramp --arms torch,triton --reps 2 \
+    --max-seconds 45 >> $L 2>&1
   echo "=== old $(date -u +%T)" >> $L
   for k in 2048 512; do
-    timeout 50 python3 scripts/gpu_ab_old.py --old "${OLD_DIR:-.ab/ab_bis}" --out $D/select_ab_${OLD_TAG:-old}_k$k.csv \
-      --stage select --k $k --rows 1,5,32,128,160,640 --contexts 16384,65536,262144 --max-seconds 42 >> $L 2>&1
+    timeout 50 python3 -m dsa_lab.cli ab $D/select_ab_${OLD_TAG:-old}_k$k.csv --old "${OLD_DIR:-.ab/ab_bis}" \
+      --stage select --k $k --rows 1,5,32,128,160,640 --widths 16384,65536,262144 --arms old,new --reps 2 \
+      --max-seconds 42 >> $L 2>&1
   done
-  echo "=== stages $(date -u +%T)" >> $L
-  timeout 40 python3 scripts/gpu_bisect_stages.py $D/bisect_stages_$1.csv --rows 640 --k 2048,512 \
-    --dists normal,equal >> $L 2>&1
   if [ -z "${NO_WARMUP:-}" ]; then
     echo "=== warmup, coldstart $(date -u +%T)" >> $L
     BUDGET_S=230 OUT=$OUT/rec bash scripts/gpu_record.sh "$1" warmup coldstart >> $L 2>&1

@@ -3,7 +3,7 @@
 #   scripts/gpu_record.sh COMMIT PHASE [PHASE ...]
 # Phases:
 #   warmup    dsa-lab warmup --fused --verify from an empty Triton cache, timed (data/h200/warmup.csv)
-#   coldstart scripts/gpu_coldstart.py --preload: fresh processes' first calls at shapes the warmup never used
+#   coldstart dsa-lab coldstart --preload: fresh processes' first calls at shapes the warmup never used
 #   correct   the named matrix (MATRIX_SHARDS processes) and the random fuzz (FUZZ_SHARDS processes, FUZZ cases in
 #             all) side by side: correctness only, so sharing the GPU is fine; CORRECT_S bounds it
 #   sweep     the decode sweep (SUITES, default select,full; ARMS, default the Triton arms; SWEEP_ARGS, more options such
@@ -29,7 +29,7 @@ for ph in "$@"; do
     warmup)
       rm -rf "$TRITON_CACHE_DIR" data/h200/warmup.csv
       python3 -m dsa_lab.cli warmup --fused --verify --threads 16 --csv data/h200/warmup.csv ;;
-    coldstart) python3 scripts/gpu_coldstart.py data/h200/coldstart.csv --processes 4 --shapes 24 --preload ;;
+    coldstart) cli coldstart data/h200/coldstart.csv --processes 4 --shapes 24 --preload ;;
     correct)
       box_s=$(box "${RESERVE_CORRECT_S:-200}"); n=${FUZZ_SHARDS:-8}; per=$(( ${FUZZ:-60000} / n )); pids=()
       seed=$(( RANDOM * 32768 + RANDOM ))

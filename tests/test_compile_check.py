@@ -111,3 +111,152 @@ def test_compiled_as_a_launch_specializes_it():
     assert "warp_group_dot" in ir
     assert not re.search(r"= tt\.load [^\n]*tensor<128x128x!tt\.ptr<f8E4M3FN>", ir), "key tile loaded synchronously"
     assert re.search(r"async_copy_global_to_local [^\n]*tensor<128x128x!tt\.ptr<f8E4M3FN>", ir)
+
+
+# ----------------------------------------------------------------------------- --compare: names aside
+
+SASS = """\t\tFunction : {name}
+        /*0000*/                   LDC R1, c[0x0][0x28] ;                         /* 0x00000a00ff017b82 */
+                                                                                  /* 0x000ff00000000800 */
+        /*0010*/              @!P0 BRA `(.L_x_{l}) ;                               /* 0x0000000000848947 */
+        /*0020*/                   {op} R4, R2, R3 ;                             /* 0x0000000800057213 */
+.L_x_{l}:
+        /*0030*/                   EXIT ;                                         /* 0x000000000000794d */
+"""
+PTX = """.visible .entry {name}(
+\t.param .u64 .ptr .global .align 1 {name}_param_0
+)
+{{
+\t.loc\t1 {line} 0                          // {file}:{line}:0
+$L__func_begin0:
+\tld.param.b64 \t%rd1, [{name}_param_0];
+$L__tmp{l}:
+\t@%p1 bra \t$L__BB0_{l};
+\t{op} \t%r3, %r1, %r2;
+$L__BB0_{l}:
+\tret;
+}}
+\t.file\t1 "/some/{file}"
+\t.section\t.debug_str
+\t{{
+\t.b8 {line}
+\t}}
+"""
+AMDGCN = """\t.globl\t{name}                   ; -- Begin function {name}
+{name}:                          ; @{name}
+.Lfunc_begin0:
+\t.file\t1 "/some" "{file}"
+\t.loc\t1 {line} 0 prologue_end             ; {file}:{line}:0
+\ts_load_dwordx2 s[2:3], s[0:1], 0x0
+\ts_cbranch_scc1 .LBB0_{l}
+.Ltmp{l}:
+\t{op} v1, v2, v3
+.LBB0_{l}:
+\ts_endpgm
+\t.amdhsa_kernel {name}
+\t\t.amdhsa_next_free_vgpr 16
+\t.end_amdhsa_kernel
+\t.set .L{name}.num_vgpr, 16
+\t.section\t.debug_str,"MS",@progbits,1
+\t.asciz\t"{name}"                 ; string offset=55 ; {name}
+\t.amdgpu_metadata
+    .name:           {name}
+\t.end_amdgpu_metadata
+"""
+
+
+@pytest.mark.parametrize("fmt, text, ops", [("sass", SASS, ("IADD3", "IMAD")), ("ptx", PTX, ("add.s32", "mul.lo.s32")),
+                                            ("amdgcn", AMDGCN, ("v_add_u32_e32", "v_mul_lo_u32"))])
+def test_instructions_equal_with_names_aside_and_differ_on_an_instruction(fmt, text, ops):
+    from dsa_lab.compile_compare import instructions
+
+    a = instructions(text.format(name="_hier_kernel", l=3, line=120, file="hier.py", op=ops[0]), fmt, "_hier_kernel")
+    b = instructions(text.format(name="_select_kernel_KP64", l=7, line=15, file="select.py", op=ops[0]), fmt,
+                     "_select_kernel_KP64")
+    c = instructions(text.format(name="_hier_kernel", l=3, line=120, file="hier.py", op=ops[1]), fmt, "_hier_kernel")
+    assert a and a == b, (a, b)  # kernel symbol, labels, line and debug information differ: the same stream
+    assert a != c  # one instruction differs
+    assert not any("hier" in ln or "select" in ln for ln in a + b), a
+
+
+_KERNELS = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _scale_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + i, tl.load(x_ptr + i, mask=i < n) * 2.0, mask=i < n)
+
+
+# another name, other argument and constexpr names, other source lines: the same instructions
+@triton.jit
+def renamed_twice_kernel(src, dst, count,
+                         TILE: tl.constexpr):
+    offs = tl.program_id(0) * TILE + tl.arange(0, TILE)
+    tl.store(dst + offs, tl.load(src + offs, mask=offs < count) * 2.0, mask=offs < count)
+
+
+@triton.jit
+def _scale3_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + i, tl.load(x_ptr + i, mask=i < n) + 3.0, mask=i < n)
+'''
+
+_COMPILE = '''
+import json, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+import kernels_under_test as m
+from dsa_lab import compile_check as cc
+out = {}
+for target in ("sm_90", "gfx950"):
+    for fn, c in ((m._scale_kernel, "BLOCK"), (m.renamed_twice_kernel, "TILE"), (m._scale3_kernel, "BLOCK")):
+        args = fn.arg_names
+        sig = {args[0]: "*fp32", args[1]: "*fp32", args[2]: "i32", args[3]: "constexpr"}
+        k = triton.compile(ASTSource(fn, sig, constexprs={c: 256}), target=GPUTarget(*cc.TARGETS[target].backend))
+        asm = {f: (v.hex() if isinstance(v, bytes) else v) for f, v in k.asm.items() if f in ("ptx", "cubin", "amdgcn")}
+        out[f"{target}:{fn.__name__}"] = {"name": k.metadata.name, "asm": asm}
+print(json.dumps(out))
+'''
+
+
+def test_renamed_kernel_compiles_to_the_same_instructions(tmp_path):
+    """Real compiles for sm_90 and gfx950: a kernel renamed (its arguments, constexprs and lines too) gives the same
+    normalized SASS, PTX and AMDGCN; one changed operation does not."""
+    from dsa_lab import compile_compare as cmp
+
+    (tmp_path / "kernels_under_test.py").write_text(_KERNELS)
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), os.getcwd(), env.get("PYTHONPATH", "")])
+    env["TRITON_CACHE_DIR"] = str(tmp_path / "cache")
+    p = subprocess.run([sys.executable, "-c", _COMPILE], env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    fmts = [("sm_90", "ptx"), ("gfx950", "amdgcn")] + ([("sm_90", "sass")] if cmp._cuobjdump() else [])
+    for target, fmt in fmts:
+        streams = []
+        for fn in ("_scale_kernel", "renamed_twice_kernel", "_scale3_kernel"):
+            e = got[f"{target}:{fn}"]
+            text = cmp.sass(bytes.fromhex(e["asm"]["cubin"])) if fmt == "sass" else e["asm"][fmt]
+            streams.append(cmp.instructions(text, fmt, e["name"]))
+        assert streams[0] == streams[1], (fmt, cmp.first_differences(streams[0], streams[1])[1])
+        assert streams[0] != streams[2], fmt
+
+
+def test_compare_head_with_itself_is_identical():
+    """``compile-check --compare HEAD``: this tree against its own last commit, a few variants per target, each
+    tree compiled by its own code in its own process: every variant identical, exit status 0."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True).returncode:
+        pytest.skip("not a git checkout")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    p = subprocess.run([sys.executable, "-m", "dsa_lab.cli", "compile-check", "--compare", "HEAD",
+                        "--only", "_flags_kernel|_radix_kernel", "--limit", "2"], env=env, cwd=root,
+                       capture_output=True, text=True, timeout=1800)
+    lines = p.stdout.strip().splitlines()
+    assert p.returncode == 0, (p.stdout[-3000:], p.stderr[-3000:])
+    assert [ln.split(" ")[0] for ln in lines] == sorted(cc.TARGETS), lines
+    assert all("2 variants compared, 2 identical, 0 differing" in ln for ln in lines), lines

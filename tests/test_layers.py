@@ -17,7 +17,7 @@ LAYERS = [
     ("api", {"dsa_lab", "dsa_lab.select", "dsa_lab.scores", "dsa_lab.flags", "dsa_lab.producer", "dsa_lab.compat",
              "dsa_lab.cases"}),
     ("tooling", {"dsa_lab.warmup"}),
-    ("lab", {"dsa_lab.bench", "dsa_lab.compile_check"}),
+    ("lab", {"dsa_lab.bench", "dsa_lab.compile_check", "dsa_lab.compile_compare"}),
     ("workbook", {"dsa_lab.workbook"}),
     ("cli", {"dsa_lab.cli"}),
 ]

@@ -129,10 +129,13 @@ def test_nbval_catches_changed_key_layout(tmp_path):
     assert "0x7FFFFFFF00000005" in out  # the diff shows the changed NaN key of the special-value table
 
 
-def test_browser_check_script_help():
-    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "browser_check.py"), "--help"],
+def test_browser_check_help_and_workbook_flag():
+    r = subprocess.run([sys.executable, "-m", "dsa_lab.workbook.browser", "--help"], cwd=ROOT,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "--notebooks" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "dsa_lab.cli", "workbook", "--help"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "--check" in r.stdout
 
 
 def test_static_html_widget_note():

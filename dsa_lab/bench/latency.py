@@ -14,6 +14,9 @@ the chain's own steps put under them.
   1024-4096 → 64, the one-program alternatives) and checks each output against ``torch.topk`` before timing.
 * :data:`THROUGHPUT_CASES`: the same chain in 640 programs at once (one per row, as the hier kernel runs B-D
   beyond the SM count): the chain's own cost at the 640 x 256K select point, with no stage A in front of it.
+* :func:`record` (``python -m dsa_lab.bench.latency OUT.csv``, on a GPU): the record ``dsa-lab report`` reads
+  (``data/<gpu>/latency_ladder.csv``): every case at 8 and 4 warps, and in the same process the default 1-row
+  select and ``torch.topk`` at each sweep context.
 
 Arch: no warp-size-specific code; ROCm is unverified.
 """
@@ -23,7 +26,7 @@ import torch
 import triton
 import triton.language as tl
 
-__all__ = ["chain_topk", "ladder", "LADDER_CASES", "THROUGHPUT_CASES"]
+__all__ = ["chain_topk", "ladder", "record", "LADDER_CASES", "THROUGHPUT_CASES"]
 
 
 @triton.jit(do_not_specialize=["mask"])
@@ -142,3 +145,63 @@ def ladder(device="cuda", cases=None, *, timer=None, seed: int = 0, num_warps: i
             row.update(median_us=t.median_us, p10_us=t.p10_us, p90_us=t.p90_us)
         rows.append(row)
     return rows
+
+
+COLUMNS = ["what", "case", "n", "k", "stages", "num_warps", "rows", "context", "median_us", "p10_us", "p90_us", "check",
+           "timing", "commit"]
+
+
+def record(out_csv, contexts=(4096, 16384, 65536, 262144)) -> None:
+    """Write the latency record to ``out_csv`` (replaced; metadata beside it): every case of :data:`LADDER_CASES`
+    and :data:`THROUGHPUT_CASES` at 8 and 4 warps (``what`` = ``ladder``), then the default ``impl="triton"`` select
+    (ids checked against the reference first) and ``torch.topk`` + store at 1 row, k = 64, at each of ``contexts``
+    on the sweep's inputs (``select triton`` / ``select torch``).  CUDA-graph timing; needs a CUDA GPU."""
+    import os
+    import sys
+
+    from ..select import topk_select
+    from . import data, timing
+    from .sweep import MML, Point, select_stage_inputs, torch_topk_store
+    from .verify import compare
+
+    if not torch.cuda.is_available():
+        raise SystemExit("the latency record needs a CUDA GPU")
+    if os.path.exists(out_csv):
+        os.remove(out_csv)
+    meta = data.collect_metadata(" ".join(["python -m dsa_lab.bench.latency"] + sys.argv[1:]), {
+        "timing": "cuda graph (dsa_lab.bench.timing.time_cuda_graph, rep 10 ms)",
+        "note": "one program per ladder launch; each ladder output checked against torch.topk before timing"})
+    tag = {"timing": timing.CUDA_GRAPH_LABEL, "commit": str(meta.get("commit") or "")[:12]}
+
+    def timer(fn):
+        return timing.time_cuda_graph(fn, rep_ms=10.0, max_replays=60)
+
+    for nw in (8, 4):
+        for r in ladder("cuda", LADDER_CASES + THROUGHPUT_CASES, timer=timer,
+                        seed=int.from_bytes(os.urandom(4), "little"), num_warps=nw):
+            row = {"what": "ladder", "context": "", **{c: r.get(c, "") for c in COLUMNS if c in r}, **tag}
+            data.append_row(out_csv, row, COLUMNS)
+            print(f"ladder nw{nw} {r['case']:<44} {r.get('median_us', float('nan')):8.2f} us  {r['check']}", flush=True)
+    for ctx in contexts:
+        inp = select_stage_inputs(Point("select", "select", ctx, 1, 1, 64, "normal"), MML,
+                                  int.from_bytes(os.urandom(4), "little"), "cuda")
+        sc, lengths = inp["scores"], inp["lengths"]
+        out = torch.full((1, 64), 0x7EADBEEF, dtype=torch.int32, device="cuda")
+        topk_select(sc, 64, lengths=lengths, impl="triton", out=out)
+        nbad, msg = compare(out, topk_select(sc, 64, lengths=lengths, impl="reference"))
+        check = "ok" if not nbad else msg[:120]
+        for what, fn in (("select triton", lambda: topk_select(sc, 64, lengths=lengths, impl="triton", out=out)),
+                         ("select torch", lambda: torch_topk_store(sc, 64))):
+            t = timer(fn)
+            data.append_row(out_csv, {"what": what, "case": "1 row", "n": inp["nblocks"], "k": 64, "stages": "",
+                                      "rows": 1, "num_warps": "", "context": ctx, "median_us": t.median_us,
+                                      "p10_us": t.p10_us, "p90_us": t.p90_us,
+                                      "check": check if what == "select triton" else "", **tag}, COLUMNS)
+            print(f"{what:<14} ctx {ctx:>6} 1 row {t.median_us:8.2f} us {check}", flush=True)
+    data.save_meta(data.meta_path(out_csv), meta)
+
+
+if __name__ == "__main__":
+    import sys
+
+    record(sys.argv[1] if len(sys.argv) > 1 else "data/h200/latency_ladder.csv")

@@ -9,8 +9,9 @@ Modes (combine freely):
   ``pytest --nbval --nbval-current-env notebooks/`` compares against fresh outputs.  This is the
   one command to run after the data or the code changes.
 * ``--figures`` — export the README's static PNGs to ``docs/figures/`` (kaleido + system Chromium).
-* ``--screenshots`` — run ``scripts/browser_check.py``: JupyterLab + headless Chromium, one
-  screenshot set per notebook under ``build/screenshots/``.
+* ``--check`` (or ``--screenshots``) — the browser check (:mod:`dsa_lab.workbook.browser`): every notebook run
+  live in JupyterLab in headless Chromium, one screenshot set per notebook under ``build/screenshots/``, exit
+  status 1 on a missing plot, a widget that did not render, an error output or an off-host request.
 
 Without a GPU, ``TRITON_INTERPRET=1`` is set for the kernels (tiny shapes; recorded data for timings).
 Open the notebooks live with ``jupyter lab notebooks/``.
@@ -46,7 +47,8 @@ def add_arguments(p) -> None:
     p.add_argument("--no-html", action="store_true", help="skip the HTML build")
     p.add_argument("--figures", action="store_true", help="export the README's static PNGs to docs/figures/")
     p.add_argument("--figures-dir", default=str(ROOT / "docs" / "figures"))
-    p.add_argument("--screenshots", action="store_true", help="run the headless-Chromium browser check")
+    p.add_argument("--check", "--screenshots", dest="screenshots", action="store_true",
+                   help="the browser check: the notebooks live in JupyterLab in headless Chromium, with screenshots")
     p.add_argument("--timeout", type=int, default=300,
                    help="per-cell timeout in seconds (a timed-out notebook is retried once)")
 
@@ -247,7 +249,7 @@ def run(args) -> int:
         for p in export_static_figures(args.figures_dir):
             print(f"wrote {p}")
     if args.screenshots:
-        cmd = [sys.executable, str(ROOT / "scripts" / "browser_check.py"), "--notebooks", *names]
+        cmd = [sys.executable, "-m", "dsa_lab.workbook.browser", "--notebooks", *names]
         rc = subprocess.call(cmd, env=kernel_env())
         if rc:
             return rc

@@ -1,21 +1,10 @@
-"""scripts/merge_sweep_runs.py: runs over an older record; a point keeps all its arms from one run, or (``--arms``)
-only the named arms are replaced."""
+"""dsa_lab.bench.merge (``python -m dsa_lab.bench.merge``): runs over an older record; a point keeps all its arms
+from one run, or (``--arms``) only the named arms are replaced."""
 import csv
-import importlib.util
 import json
-import os
 
-from dsa_lab.bench import data
+from dsa_lab.bench import data, merge
 from dsa_lab.bench.sweep import plan
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _merge():
-    spec = importlib.util.spec_from_file_location("merge_sweep_runs", os.path.join(ROOT, "scripts", "merge_sweep_runs.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.main
 
 
 def _row(arm, stage, ctx, us, commit):
@@ -41,7 +30,7 @@ def test_merge_keeps_whole_points(tmp_path):
     (run / "select_sweep.meta.json").write_text(json.dumps(meta))
     out = tmp_path / "out"
     out.mkdir()
-    _merge()(["--note", "test", str(old), str(out), f"{run}:select"])
+    merge.main(["--note", "test", str(old), str(out), f"{run}:select"])
     rows = list(csv.DictReader(open(out / "select_sweep.csv")))
     by = {(r["stage"], r["context"], r["arm"]): r["commit"] for r in rows}
     assert by[("select", "4096", "torch")] == by[("select", "4096", "triton")] == "new"
@@ -50,7 +39,7 @@ def test_merge_keeps_whole_points(tmp_path):
     assert len(rows) == 6
     m = json.load(open(out / "select_sweep.meta.json"))
     assert m["rows_per_commit"] == {"new": 2, "old": 4} and m["merged"] == "test"
-    assert m["runs"][0]["units_kept"] == 1 and "merge_sweep_runs.py" in m["command"]
+    assert m["runs"][0]["units_kept"] == 1 and "dsa_lab.bench.merge" in m["command"]
 
 
 def test_merge_arms_replaces_only_those_arms(tmp_path):
@@ -67,7 +56,7 @@ def test_merge_arms_replaces_only_those_arms(tmp_path):
                                                             "torch": "9", "runs": [{"commit": "new"}]}))
     out = tmp_path / "out"
     out.mkdir()
-    _merge()(["--arms", "triton", "--note", "n", str(old), str(out), str(run)])
+    merge.main(["--arms", "triton", "--note", "n", str(old), str(out), str(run)])
     rows = list(csv.DictReader(open(out / "select_sweep.csv")))
     by = {(r["context"], r["arm"]): r["commit"] for r in rows}
     assert by == {("4096", "torch"): "old", ("4096", "triton"): "new", ("16384", "torch"): "old",

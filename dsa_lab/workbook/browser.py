@@ -1,7 +1,8 @@
-#!/usr/bin/env python3
-"""Open every workbook notebook in JupyterLab in headless Chromium, run it, and save screenshots.
+"""Open every workbook notebook in JupyterLab in headless Chromium, run it, and save screenshots: the live
+workbook's browser check.
 
-    python scripts/browser_check.py [--notebooks 01_key_packing ...] [--out build/screenshots]
+    dsa-lab workbook --check [--notebooks 01_key_packing ...]
+    python -m dsa_lab.workbook.browser [--notebooks 01_key_packing ...] [--out build/screenshots] [--max-pages 40]
 
 What it does, offline (nothing is downloaded; no CDN may be reached):
 
@@ -36,11 +37,11 @@ import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = ("00_tour", "01_key_packing", "02_ordering_proof", "03_extent_skipping",
-             "04_span_capacity_roofline", "05_causal_bounds")
+from .build import NOTEBOOKS, ROOT
+
 NO_PLOTS = {"02_ordering_proof"}  # text-only notebooks (the proof's results are printed, compared by nbval)
 WIDGETS = {"01_key_packing", "03_extent_skipping", "04_span_capacity_roofline"}  # must show live widget views
+LOCAL = ("http://127.0.0.1", "ws://127.0.0.1", "data:", "blob:", "about:")  # requests that stay on this host
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio", "--remote-allow-origins=*"]
@@ -120,8 +121,10 @@ STATE_JS = r"""
   if (!panel) return null;
   const q = (s) => panel.querySelectorAll(s);
   const prompts = Array.from(q('.jp-InputArea-prompt')).map(e => e.textContent.trim());
-  const widgetViews = q('.jp-OutputArea-output .jupyter-widgets, .jp-OutputArea-output .widget-box, .jp-OutputArea-output .widget-inline-hbox');
-  const failedWidgets = Array.from(q('.jp-OutputArea-output')).filter(e => /Error displaying widget|Loading widget\.\.\.|model not found/i.test(e.textContent)).length;
+  const widgetViews = q('.jp-OutputArea-output .jupyter-widgets, .jp-OutputArea-output .widget-box, '
+                        + '.jp-OutputArea-output .widget-inline-hbox');
+  const failedWidgets = Array.from(q('.jp-OutputArea-output'))
+    .filter(e => /Error displaying widget|Loading widget\.\.\.|model not found/i.test(e.textContent)).length;
   const status = document.querySelector('.jp-Notebook-ExecutionIndicator, .jp-KernelStatus');
   return {
     cells: q('.jp-Cell').length,
@@ -129,11 +132,14 @@ STATE_JS = r"""
     executed: prompts.filter(p => /\[\d+\]/.test(p)).length,
     plots: q('.js-plotly-plot').length,
     plotSvgs: q('.js-plotly-plot .main-svg').length,
-    plotsWithData: Array.from(q('.js-plotly-plot')).filter(p => p.querySelector('.plot .trace, .barlayer .point, .heatmaplayer image, .scatterlayer .trace, .shapelayer path, .annotation')).length,
+    plotsWithData: Array.from(q('.js-plotly-plot')).filter(p => p.querySelector(
+      '.plot .trace, .barlayer .point, .heatmaplayer image, .scatterlayer .trace, .shapelayer path, '
+      + '.annotation')).length,
     widgetViews: widgetViews.length,
     failedWidgets: failedWidgets,
     errorOutputs: q('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').length,
-    tracebacks: Array.from(q('.jp-OutputArea-output')).filter(e => /Traceback|Error:/.test(e.textContent) && e.getAttribute('data-mime-type') === 'application/vnd.jupyter.stderr').length,
+    tracebacks: Array.from(q('.jp-OutputArea-output')).filter(e => /Traceback|Error:/.test(e.textContent)
+      && e.getAttribute('data-mime-type') === 'application/vnd.jupyter.stderr').length,
     kernelStatus: (panel.querySelector('.jp-Notebook-ExecutionIndicator') || {dataset: {}}).dataset.status,
   };
 })()
@@ -164,7 +170,8 @@ def drive_key_widget(cdp: CDP, out: Path, name: str) -> dict:
     cdp.eval(f"(() => {{ const i = {find}; if (i) i.blur(); return true; }})()")  # and a change event
     try:
         cdp.wait_for("(() => { const p = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');"
-                     " const w = p && p.querySelector('.widget-interact'); return !!w && w.textContent.includes('0x7FC00001')"
+                     " const w = p && p.querySelector('.widget-interact');"
+                     " return !!w && w.textContent.includes('0x7FC00001')"
                      " && w.textContent.includes('0x7FFFFFFF'); })()", 30)
         res = {"ok": True, "typed": "0x7FC00001", "expected": "bits 0x7FC00001 and key_hi 0x7FFFFFFF in the output"}
     except TimeoutError:
@@ -208,8 +215,10 @@ def check_notebook(cdp: CDP, base: str, token: str, name: str, out: Path, run_ti
     t0 = time.time()
     cdp.eval("jupyterapp.commands.execute('notebook:run-all-cells')", await_promise=False)
     time.sleep(3)
-    cdp.wait_for("(() => { const p = document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-InputArea-prompt');"
-                 " return !Array.from(p).some(e => e.textContent.includes('*')); })() && " + idle, run_timeout, poll=1.0)
+    cdp.wait_for("(() => { const p = document.querySelectorAll("
+                 "'.jp-NotebookPanel:not(.lm-mod-hidden) .jp-InputArea-prompt');"
+                 " return !Array.from(p).some(e => e.textContent.includes('*')); })() && " + idle,
+                 run_timeout, poll=1.0)
     run_s = time.time() - t0
     time.sleep(3)  # let plotly and widget views finish rendering
     state = cdp.eval(STATE_JS) or {}
@@ -233,11 +242,12 @@ def check_notebook(cdp: CDP, base: str, token: str, name: str, out: Path, run_ti
     interaction = drive_key_widget(cdp, out, name) if name == "01_key_packing" else None
     evs = cdp.events[n_events:]
     offhost = sorted({e["params"]["request"]["url"] for e in evs if e.get("method") == "Network.requestWillBeSent"
-                      and not e["params"]["request"]["url"].startswith(("http://127.0.0.1", "ws://127.0.0.1", "data:", "blob:", "about:"))})
+                      and not e["params"]["request"]["url"].startswith(LOCAL)})
     console_errors = [
         (e["params"].get("args") or [{}])[0].get("value", "")[:300] for e in evs
         if e.get("method") == "Runtime.consoleAPICalled" and e["params"].get("type") == "error"
-    ] + [e["params"]["exceptionDetails"].get("text", "")[:300] for e in evs if e.get("method") == "Runtime.exceptionThrown"]
+    ] + [e["params"]["exceptionDetails"].get("text", "")[:300] for e in evs
+         if e.get("method") == "Runtime.exceptionThrown"]
     if interaction is not None:
         shots.append(interaction.pop("screenshot"))
     return {"notebook": name, "run_seconds": round(run_s, 1), **state, "scroll_height": height, "screenshots": shots,
@@ -253,7 +263,8 @@ def main(argv=None) -> int:
     ap.add_argument("--height", type=int, default=1000)
     ap.add_argument("--run-timeout", type=float, default=600)
     ap.add_argument("--max-pages", type=int, default=14)
-    ap.add_argument("--browser", default=os.environ.get("BROWSER_PATH") or shutil.which("chromium") or "/usr/bin/chromium")
+    ap.add_argument("--browser",
+                    default=os.environ.get("BROWSER_PATH") or shutil.which("chromium") or "/usr/bin/chromium")
     a = ap.parse_args(argv)
     names = [Path(n).stem for n in a.notebooks]
     out = Path(a.out)
@@ -288,7 +299,8 @@ def main(argv=None) -> int:
             [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
              f"--ServerApp.root_dir={work}", f"--IdentityProvider.token={token}",
              "--LabApp.expose_app_in_browser=True", f"--LabApp.user_settings_dir={settings}",
-             f"--LabApp.workspaces_dir={tmp / 'workspaces'}", "--LabApp.news_url=", "--ServerApp.open_browser=False", "--allow-root",
+             f"--LabApp.workspaces_dir={tmp / 'workspaces'}", "--LabApp.news_url=", "--ServerApp.open_browser=False",
+             "--allow-root",
              "--LabApp.extension_manager=readonly"],
             env=env, stdout=lab_log, stderr=subprocess.STDOUT, start_new_session=True))
         base = f"http://127.0.0.1:{port}"
@@ -306,7 +318,8 @@ def main(argv=None) -> int:
         for dom in ("Page", "Runtime", "Network", "Log"):
             cdp.call(f"{dom}.enable")
         cdp.call("Emulation.setFocusEmulationEnabled", enabled=True)  # headless has no window focus; Lab tracks focus
-        cdp.call("Emulation.setDeviceMetricsOverride", width=a.width, height=a.height, deviceScaleFactor=1, mobile=False)
+        cdp.call("Emulation.setDeviceMetricsOverride", width=a.width, height=a.height, deviceScaleFactor=1,
+                 mobile=False)
 
         report = []
         ok = True

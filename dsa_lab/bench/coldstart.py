@@ -1,33 +1,35 @@
-"""Cold start after ``dsa-lab warmup``: the first call of a fresh process at shapes the warmup never used.
+"""Cold start after ``dsa-lab warmup``: the first call of fresh processes at shapes the warmup never used.
 
-    python3 scripts/gpu_coldstart.py OUT.csv [--processes 4] [--shapes 24] [--seed 0] [--preload]
+    dsa-lab coldstart OUT.csv [--processes 4] [--shapes 24] [--seed 0] [--preload]
 
 Each of ``--processes`` fresh Python processes initialises CUDA first (not timed), then makes the first call of
-``dsa_lab.topk_select`` / ``dsa_lab.select_candidate_blocks`` at its share of random shapes (rows 1-640, widths,
-live lengths, k in {7, 64, 100, 512, 2048}; candidate blocks with and without flags), synchronised and wall-timed; then a second call at the same shape (the
-steady cost of the call path, host included); then checks the ids against the exact reference (poisoned output).
-``warmed`` says whether every kernel the call launched is in the warmup's list (``dsa_lab.warmup``).
-``--preload``: each process calls :func:`dsa_lab.warmup.preload` after CUDA is initialised, as a server would at
-startup; its seconds go to ``preload_ms`` (empty without it).  Rows go to
-OUT.csv with the run's metadata beside it.  Needs a CUDA GPU and a warmed Triton cache (``TRITON_CACHE_DIR``).
+``dsa_lab.topk_select`` / ``dsa_lab.select_candidate_blocks`` at its share of random shapes (:func:`shapes`: rows
+1-640, widths, live lengths, k in :data:`KS`; candidate blocks with and without flags), synchronised and wall-timed;
+then a second call at the same shape (the steady cost of the call path, host included); then checks the ids
+against the exact reference (output poisoned).  ``warmed``: every kernel the call launched is in the warm list
+(:mod:`dsa_lab.warmup`); ``first_in_process``: a kernel new to the process.  ``--preload``: each process calls
+:func:`dsa_lab.warmup.preload` after CUDA is initialised, as a server would at startup (its time in ``preload_ms``).
+Rows go to OUT.csv with the run's metadata beside it; exit status 1 unless every call's ids matched.  Needs a CUDA
+GPU and a warmed Triton cache (``TRITON_CACHE_DIR``).
 """
+from __future__ import annotations
+
 import argparse
 import json
 import os
+import random
 import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KS = (7, 64, 100, 512, 2048)
 COLUMNS = ["entry", "rows", "width", "k", "first_call_ms", "second_call_ms", "warmed", "first_in_process", "ok",
            "process", "seed", "preload_ms", "flags"]
 
 
 def shapes(n: int, seed: int) -> list[dict]:
-    """Random shapes, none of them a shape of the warmup's list (its widths are 32768 / 262144 / 1000 / 8000)."""
-    import random
-
+    """``n`` random shapes, alternately ``select`` and ``full``, none of them a shape of the warm list (whose widths
+    are 32768 / 262144 / 1000 / 8000); every fourth ``full`` call from the second asks for flags."""
     rng = random.Random(seed)
     out = []
     for i in range(n):
@@ -43,8 +45,8 @@ def shapes(n: int, seed: int) -> list[dict]:
 
 
 def case(sh: dict, seed: int):
-    """``(call, rec_call, x, lens, out)`` for a shape of :func:`shapes`: random inputs on the GPU (seeded by the
-    shape), ``call()`` the public call into ``out`` (filled with -7), ``rec_call`` its :class:`dsa_lab.warmup.Call`."""
+    """``(call, warm-list Call, x, lengths, out)`` of a shape: random inputs on the GPU seeded by the shape, ``call()``
+    the public call into ``out`` (filled with -7)."""
     import torch
 
     import dsa_lab
@@ -65,8 +67,8 @@ def case(sh: dict, seed: int):
     return call, warmup.Call("full", rows, w, k, flags=sh["flags"]), x, lens, out
 
 
-def child(spec_json: str) -> None:
-    spec = json.loads(spec_json)
+def child(spec: dict) -> None:
+    """One fresh process: its shapes' first and second calls, one JSON row per call on stdout."""
     import torch
 
     torch.cuda.init()
@@ -79,10 +81,8 @@ def child(spec_json: str) -> None:
 
     facts = device_facts(torch.cuda.current_device())
     warm = set(warmup.variants(warmup.warm_calls(), facts))
-    preload_ms = None
-    if spec.get("preload"):
-        preload_ms = round(warmup.preload()["seconds"] * 1e3, 1)
-    seen_kernels = set()
+    preload_ms = round(warmup.preload()["seconds"] * 1e3, 1) if spec.get("preload") else None
+    seen_kernels: set = set()
     for sh in spec["shapes"]:
         call, rec_call, x, lens, out = case(sh, spec["seed"])
         launches = warmup.record(rec_call, facts)
@@ -102,49 +102,61 @@ def child(spec_json: str) -> None:
             ref = topk_select_reference(x, sh["k"], lens, 1)
         else:
             ref = topk_select_reference(block_scores_torch(x, lens, None, 8, 1), sh["k"])
-        ok = compare(out, ref)[0] == 0
         row = {**sh, "first_call_ms": round((t1 - t0) * 1e3, 3), "second_call_ms": round((t3 - t2) * 1e3, 3),
-               "warmed": keys <= warm, "first_in_process": not names <= seen_kernels, "ok": ok,
+               "warmed": keys <= warm, "first_in_process": not names <= seen_kernels, "ok": compare(out, ref)[0] == 0,
                "process": spec["process"], "seed": spec["seed"], "preload_ms": preload_ms}
         seen_kernels |= names
         print(json.dumps(row), flush=True)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("out")
-    ap.add_argument("--processes", type=int, default=4)
-    ap.add_argument("--shapes", type=int, default=24)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--preload", action="store_true", help="each process calls dsa_lab.warmup.preload() first")
-    a = ap.parse_args()
-    sys.path.insert(0, ROOT)
-    from dsa_lab.bench import data
+def add_arguments(p) -> None:
+    p.add_argument("out", help="CSV to write (replaced; its metadata beside it)")
+    p.add_argument("--processes", type=int, default=4)
+    p.add_argument("--shapes", type=int, default=24)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--preload", action="store_true", help="each process calls dsa_lab.warmup.preload() first")
 
-    shs = shapes(a.shapes, a.seed)
+
+def run(args) -> int:
+    import torch
+
+    from . import data
+
+    if not torch.cuda.is_available():
+        raise SystemExit("dsa-lab coldstart needs a CUDA GPU")
+    root = str(data.repo_root())
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    shs = shapes(args.shapes, args.seed)
     rows = []
-    for p in range(a.processes):
-        spec = {"shapes": shs[p::a.processes], "seed": a.seed, "process": p, "preload": a.preload}
-        r = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)], capture_output=True, text=True,
-                           env=dict(os.environ, PYTHONPATH=ROOT))
+    for p in range(args.processes):
+        spec = {"shapes": shs[p::args.processes], "seed": args.seed, "process": p, "preload": args.preload}
+        r = subprocess.run([sys.executable, "-m", "dsa_lab.bench.coldstart", "--child", json.dumps(spec)],
+                           capture_output=True, text=True, env=env)
         if r.returncode:
             print(r.stderr[-3000:], file=sys.stderr)
         rows += [json.loads(ln) for ln in r.stdout.splitlines() if ln.startswith("{")]
-    if os.path.exists(a.out):
-        os.remove(a.out)
+    if os.path.exists(args.out):
+        os.remove(args.out)
     for r in rows:
-        data.append_row(a.out, r, COLUMNS)
-    cmd = "python3 scripts/gpu_coldstart.py " + " ".join(sys.argv[1:])
-    data.save_meta(data.meta_path(a.out), data.collect_metadata(cmd, {"cache_dir": os.environ.get("TRITON_CACHE_DIR")}))
+        data.append_row(args.out, r, COLUMNS)
+    cmd = "dsa-lab coldstart " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["coldstart"] else sys.argv[1:])
+    meta = data.collect_metadata(cmd, {"cache_dir": os.environ.get("TRITON_CACHE_DIR")})
+    data.save_meta(data.meta_path(args.out), meta)
     worst = max((r["first_call_ms"] for r in rows), default=float("nan"))
     print(f"{len(rows)} first calls; worst {worst:.1f} ms; all warmed: {all(r['warmed'] for r in rows)}; "
           f"all ok: {all(r['ok'] for r in rows)}")
     return 0 if rows and all(r["ok"] for r in rows) else 1
 
 
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(p)
+    return run(p.parse_args(argv))
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--child"]:
-        sys.path.insert(0, ROOT)
-        child(sys.argv[2])
+        child(json.loads(sys.argv[2]))
     else:
         sys.exit(main())

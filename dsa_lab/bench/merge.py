@@ -1,7 +1,7 @@
 """Merge ``dsa-lab sweep`` runs into ``data/<gpu>/select_sweep.csv``, keeping an older record's rows where the runs
 did not replace them.
 
-    python3 scripts/merge_sweep_runs.py [--note TEXT] [--arms A,B] [--name NAME] OLD_CSV OUT_DIR RUN_DIR[:stage] ...
+    python -m dsa_lab.bench.merge [--note TEXT] [--arms A,B] [--name NAME] OLD_CSV OUT_DIR RUN_DIR[:stage] ...
 
 ``--name``: the record merged (default ``select_sweep``; ``producer_sweep`` and ``step_breakdown`` have the same key).
 
@@ -15,6 +15,8 @@ copied as the runs wrote them, each with its own ``commit`` column.  The meta JS
 (its baselines and ceilings), else the first run's; every run's metadata and ceilings go under ``runs``, the row count
 per commit under ``rows_per_commit``, the note under ``merged``.
 """
+from __future__ import annotations
+
 import csv
 import json
 import os
@@ -28,8 +30,9 @@ def load(path):
         return list(csv.DictReader(f))
 
 
-def main(argv):
-    command = "python3 " + " ".join(["scripts/merge_sweep_runs.py"] + [f"'{a}'" if " " in a else a for a in argv])
+def main(argv) -> None:
+    """Merge as the module docstring says (``argv`` without the program name); prints the merged row counts."""
+    command = " ".join(["python -m dsa_lab.bench.merge"] + [f"'{a}'" if " " in a else a for a in argv])
     note, arms, name = "", None, "select_sweep"
     while argv[:1] in (["--note"], ["--arms"], ["--name"]):
         if argv[0] == "--note":
