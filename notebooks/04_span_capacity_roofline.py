@@ -291,7 +291,7 @@ against_previous("0ae5745")
 # rows of 256K the split radix select keeps every SM busy; from SM/6 rows, and at any row count when the rows are
 # 2048-8192 blocks wide, one register-resident row per SM is faster. What is left is one SM's work per row: at 256K
 # about 20 µs, one program per SM (the tile takes the register file), so 640 rows run in five waves. Cutting the
-# kernel after each stage (`scripts/gpu_bisect_stages.py`) shows where a wave goes:
+# kernel after each stage (a probe, in git at 0ae5745) shows where a wave goes:
 
 # %%
 stages = records.load_records("k_large/bisect_stages_7ef8050")
@@ -307,7 +307,7 @@ if stages[0]:
 # tail about 4.3. The 640 rows take about 94 µs: five waves of about 19 µs. Going much further would take two rows
 # in flight per SM, and a register-resident row does not leave room for them.
 #
-# What a wave does with its time, counted: Nsight Compute on the same launch (`scripts/gpu_bisect_pipes.py`, the
+# What a wave does with its time, counted: Nsight Compute on the same launch (a probe in git at 4bb2bee, the
 # card's clocks as found), with the caches flushed before each of its replay passes (its default) and kept (as
 # back-to-back calls find them). The first two records are the kernel before the trims above (548c909), the third the
 # trimmed one (e8cefdd), caches kept; the bracket's new start was not profiled. Per case: the profiled time, warp
@@ -480,7 +480,7 @@ if chains[0]:
 # **Claim.** At one row the select is a chain of dependent steps, not a stream. With `tl.topk` as the selection
 # step, that chain has a floor of its own, whatever the bytes.
 #
-# **Evidence.** `scripts/gpu_latency_ladder.py` times the chain's steps alone (`dsa_lab.bench.latency`: one program
+# **Evidence.** `python -m dsa_lab.bench.latency` times the chain's steps alone (one program
 # per launch, each stage's load depending on the previous stage's top-k, every output checked against `torch.topk`),
 # beside the 1-row select in the same process. The `640 programs` cases run the same chain in 640 programs at once
 # (one per row, as the hier kernel runs it beyond the SM count). That is the chain's throughput at the 640 × 256K
@@ -492,8 +492,8 @@ f640 = idx.get(("triton", "select", 262144, 128, 5, 64, "normal"), {}).get("floo
 Markdown(sections.latency_section(lat[0], lat[1] or {}, lat[2], "####", f640) if lat[0] else "NO RECORD")
 
 # %% [markdown]
-# Is that limit Triton's or the GPU's? `scripts/gpu_cuda_select_probe.py` answers by measurement with two selects
-# written in CUDA C++ (`scripts/cuda/`), checked against the reference before they are timed beside the Triton
+# Is that limit Triton's or the GPU's? A probe outside the package (in git at 5670acf) answers by measurement with
+# two selects written in CUDA C++, checked against the reference before they are timed beside the Triton
 # default. The first is one CTA per row. The second spreads one row over a cluster of 8 CTAs that exchange warp
 # maxima and candidates through distributed shared memory; it handles only the common rows and visibly refuses the
 # rest:

@@ -89,12 +89,12 @@ def _summarize_fuzz(rec: dict, rel: str, path) -> str:
 
 
 def float_max_table(path) -> str:
-    """The recorded float-max check (``scripts/gpu_float_max_check.py``): per block, the contract's max and
+    """The recorded float-max check (made by ``scripts/gpu_float_max_check.py``, in git at 02e8f29): per block, the contract's max and
     what ``torch.amax`` and a Triton ``tl.max`` returned on that GPU (``!`` marks a departure)."""
     path = Path(path)
     rel = rel_path(path)
     if not path.exists():
-        return f"NO RECORD: {rel} is absent (scripts/gpu_float_max_check.py on a GPU writes it)."
+        return f"NO RECORD: {rel} is absent (scripts/gpu_float_max_check.py wrote it; in git at 02e8f29)."
     rec = json.loads(path.read_text())
     meta = rec.get("meta", {})
     lines = [f"{rel} — {record_label(meta, path)} · commit {str(meta.get('commit') or '?')[:7]}",

@@ -182,7 +182,7 @@ def producer_section(rows, meta, path, h: str) -> str:
 
 
 def latency_section(rows, meta, path, h: str, select_floor_us: float | None = None) -> str:
-    """The 1-row targets against the floor of the chain's own steps (``scripts/gpu_latency_ladder.py``);
+    """The 1-row targets against the floor of the chain's own steps (``python -m dsa_lab.bench.latency``);
     ``select_floor_us``: the recorded bytes floor of the 640 x 256K select point (the sweep's), set beside the
     640-program chain when both are recorded."""
     if not rows:
@@ -245,8 +245,9 @@ PROBE_M_ARMS = (("cluster", "cluster M"), ("cluster_q", "q-th M"))  # candidate 
 
 
 def cuda_probe_section(rows, meta, path, h: str, target_us: float = 5.0) -> str:
-    """The CUDA C++ probe (``scripts/gpu_cuda_select_probe.py``; kernels outside the package, checked before timing):
-    its 1-row ``normal`` points per context against the 1-row target, and every check it recorded."""
+    """The CUDA C++ probe (``scripts/gpu_cuda_select_probe.py`` and ``scripts/cuda/``, in git at 02e8f29 / 5670acf;
+    kernels outside the package, checked before timing): its 1-row ``normal`` points per context against the 1-row
+    target, and every check it recorded."""
     if not rows:
         return ""
 
@@ -274,7 +275,8 @@ def cuda_probe_section(rows, meta, path, h: str, target_us: float = 5.0) -> str:
              if isinstance(one.get((c, "cluster"), {}).get("median_us"), (int, float))
              and one[(c, "cluster")]["median_us"] < target_us and one[(c, "cluster")].get("check") == "ok"]
     out = [f"{h} CUDA C++ probe: the 1-row select outside Triton (not the package)\n", provenance(meta, rows, path),
-           "`scripts/cuda/topk_row_cta.cu` (one CTA per row) and `scripts/cuda/cluster_floor.cu` (one row per cluster "
+           "`scripts/cuda/topk_row_cta.cu` (one CTA per row) and `scripts/cuda/cluster_floor.cu` (in git at 5670acf; "
+           "one row per cluster "
            "of 8 CTAs exchanging through distributed shared memory; common rows only, the rest refused with -2 and "
            "not timed), beside the Triton default on the same inputs in the same process, graph-timed, each checked "
            f"against the reference first: {checked} checks ok, {refused} refused, "
@@ -290,7 +292,7 @@ def cuda_probe_section(rows, meta, path, h: str, target_us: float = 5.0) -> str:
 
 def compile_section(warm_rows, warm_meta, warm_path, cold_rows, cold_meta, cold_path, h: str) -> str:
     """Compile cost as recorded: ``dsa-lab warmup --csv`` (every variant, when its compile finished) and
-    ``scripts/gpu_coldstart.py`` (first calls of fresh processes at shapes the warmup never used)."""
+    ``dsa-lab coldstart`` (first calls of fresh processes at shapes the warmup never used)."""
     if not warm_rows and not cold_rows:
         return ""
     out = [f"{h} Compile cost\n"]
