@@ -10,11 +10,11 @@ from . import _env
 
 _env.use_cache_dir()
 
-from .keys import ordered_bits, pack_keys, unpack_keys
-from .scores import block_scores
-from .select import topk_select, select_candidate_blocks
 from .flags import candidate_flags
+from .keys import ordered_bits, pack_keys, unpack_keys
 from .producer import decode_row_ends, paged_mqa_logits, sanitize_decode_logits
+from .scores import block_scores
+from .select import select_candidate_blocks, topk_select
 
 __version__ = "0.1.0"
 

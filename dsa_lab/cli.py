@@ -105,7 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name in SUBCOMMANDS:
         mod = _command(name)
         doc = (mod.__doc__ or name).strip().splitlines()[0]
-        sp = sub.add_parser(name, help=doc, description=mod.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+        sp = sub.add_parser(name, help=doc, description=mod.__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
         mod.add_arguments(sp)
         sp.set_defaults(_run=mod.run)
     return p

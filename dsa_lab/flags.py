@@ -22,7 +22,8 @@ def candidate_flags_torch(candidates, width, row_starts=None, block_size=8, row_
     nblocks = -(-width // block_size)
     dev = candidates.device
     g = torch.arange(rows, device=dev) // row_repeat
-    start = row_starts.to(torch.int64)[g] if row_starts is not None else torch.zeros(rows, dtype=torch.int64, device=dev)
+    start = (row_starts.to(torch.int64)[g] if row_starts is not None
+             else torch.zeros(rows, dtype=torch.int64, device=dev))
     c = candidates.to(torch.int64)
     slot = torch.where(start[:, None] + c * block_size >= width, torch.full_like(c, nblocks), c)
     slot = torch.where(c >= 0, slot, torch.full_like(c, nblocks + 1))

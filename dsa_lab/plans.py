@@ -240,7 +240,8 @@ class Longrow:
 def longrow(rows: int, n: int, k: int, facts: dict, *, block_size: int = 1, programs: int | None = None) -> Longrow:
     """The long-row select of ``k <= LONGROW_MAX_KP``: programs per row to fill the device (at most
     :data:`LONGROW_PROGRAMS` per SM in all, at least a tile each; ``programs``: forced); room for twice the keys the
-    threshold aims at above it (``3k``: a sample of 8192 words puts the count within a few percent of it)."""
+    threshold aims at above it (``3k`` of the k bucket: 6 x the bucket above ``T``, 2 x equal to it; a sample of
+    8192 words puts the count within a few percent of its aim)."""
     if k > LONGROW_MAX_KP:
         raise ValueError(f"the long-row select takes k of at most {LONGROW_MAX_KP}, got {k}")
     P = programs or max(1, min(-(-n // LONGROW_TILE), -(-LONGROW_PROGRAMS * int(facts["sm_count"]) // max(rows, 1))))
@@ -321,7 +322,8 @@ def bisect(facts: dict, *, block_size: int = 1, num_warps: int | None = None, mi
 
 def select(rows: int, n: int, k: int, facts: dict, *, block_size: int = 1, algo: str | None = None,
            programs: int | None = None, short: int | None = None, group: int | None = None,
-           direct: int | None = None, l1p: int | None = None, fast: bool | None = None) -> Hier | Radix | Bisect | Longrow:
+           direct: int | None = None, l1p: int | None = None,
+           fast: bool | None = None) -> Hier | Radix | Bisect | Longrow:
     """The select of ``k`` of ``n`` columns (block scores when ``block_size > 1``) over ``rows`` rows.  The keyword
     arguments force a choice the rules would make otherwise (``algo``, ``programs`` per row, radix ``short`` rows,
     hier ``group`` / ``direct`` / ``l1p``, whole tiles ``fast``): a kernel's every path at small sizes."""

@@ -72,8 +72,8 @@ def decode_calls(max_rows: int = MAX_ROWS) -> list[Call]:
 
 def warm_calls(max_rows: int = MAX_ROWS, *, fused: bool = False) -> list[Call]:
     """Every bucket a call of the default arms can reach on one device: the decode grid, every k bucket at every row
-    count and at an odd and a wide width, with and without row starts and flags, public block scores and flags; ``fused``: also
-    the ``triton_fused`` arm's."""
+    count and at an odd and a wide width, with and without row starts and flags, public block scores and flags;
+    ``fused``: also the ``triton_fused`` arm's."""
     nb = DECODE_WIDTH // DECODE_BLOCK
     calls = decode_calls(max_rows)
     for k in BUCKET_K:
@@ -320,7 +320,8 @@ def preload(*, fused: bool = False, threads: int | None = None) -> dict:
     """Prepare this process for first calls at any shape: call it once at startup, after ``dsa-lab warmup``.
 
     A fresh process pays three costs on its first calls that are not compiling: Triton's own cache key, computed on
-    the process's first kernel lookup (a SHA-256 over its compiler sources and its C++ library); per kernel, loading its binary and launcher from the cache; and torch's own first launches of the
+    the process's first kernel lookup (a SHA-256 over its compiler sources and its C++ library); per kernel, loading
+    its binary and launcher from the cache; and torch's own first launches of the
     operations a call makes around the kernels (the bounds' checks, an aligned copy, zeroed buffers: torch loads a
     kernel's GPU code on its first launch).  This pays all three now: the key, then (on a
     CUDA GPU) every variant of the warm list (:func:`warm_calls`; ``fused``: with the fused arm's) loaded into the

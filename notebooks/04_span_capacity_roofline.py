@@ -11,7 +11,8 @@
 # 1. **The rule**: the launch comes from shapes and the SM count; each row's split from its live extent, on the device.
 # 2. **Time vs rows**: few rows are bound by a chain of dependent steps, many rows by bytes.
 # 3. **Tile vs context**: the default kernel has no tile width to tune per context.
-# 4. **Large k**: no sorting for k > 256: a radix select at few rows, a register-resident bisect select at many.
+# 4. **Large k**: no sorting for k > 256: a radix select at few rows, a register-resident bisect select at many,
+#    and a one-read long-row select for token-level top-k over 64K-256K-column rows.
 # 5. **Short rows**: shorter chains, chosen per row on the device.
 # 6. **One row**: the floor of a dependent `tl.topk` chain, and what lies below it outside Triton.
 # 7. **Fused or unfused**: measured, and the unfused composition won.
@@ -32,7 +33,7 @@ _env.interpret_without_gpu()  # no GPU: the kernels run in the Triton interprete
 
 from dsa_lab.bench.report import markdown, points, sections, targets
 from dsa_lab.bench.report import tables as report_tables
-from dsa_lab.workbook import backend, dev_runs, figures, records, tables, widgets
+from dsa_lab.workbook import backend, dev_runs, figures, longrow, records, tables, widgets
 from IPython.display import Markdown, display
 
 figures.setup("none")
@@ -432,6 +433,112 @@ display(Markdown(targets.full_budget_table(idx, 262144, 2048, sweep[1]["ceilings
 # %%
 for name in ("fuzz_large_k.json", "verify_matrix_large_k.csv"):
     print(records.summarize_verification(records.data_dir() / "h100" / "k_large" / name))
+
+# %% [markdown]
+# ### Token-level top-k on long rows (k = 512 / 2048, 64K-256K tokens)
+#
+# DeepSeek V3.2's indexer selects k = 2048 tokens from each row of logits, and a row is as long as the context:
+# 64K-256K columns, eight times the block workspace above. The bisect select cannot hold such a row in registers,
+# and the radix select reads it once per digit, which lost to `torch.topk` from 32 rows.
+#
+# **Claim.** The long-row select (`kernels/longrow.py`, `docs/design.md` §7) reads each row once. A sample launch
+# picks, per row, a threshold word meant to leave about 3k of the row above it. Then several programs per row
+# stream the row and keep only the few keys above that word (and, apart, those equal to it). The row's last
+# program finishes from those keys exactly. A sample that misses costs a second read of the row, never a wrong
+# answer. So it should beat `torch.topk` at every k = 512 / 2048 point where the rule sends it, and its time
+# should follow the bytes.
+#
+# **Evidence.** `python -m dsa_lab.bench.tokens` on an H100, with `torch.topk` in the same process and the ids
+# compared as sets first. The table gives, per k and width, the median speedup over the grid's 20 points (1-640
+# rows, full and ragged lengths):
+
+# %%
+tok = records.load_records("longrow/tokens", gpu="h100")
+print(records.record_status(tok))
+if tok[0]:
+    print(f"rows whose ids differ from torch.topk's: {longrow.bad_rows(tok[0])}")
+    print(tables.format_table(longrow.speedup_summary(tok[0])))
+
+# %% [markdown]
+# The value laws at the two sizes that take the most time, and prefill-shaped calls (4096 causal rows), with each
+# point's time over one read of its live logits at the measured streaming rate (`x_floor`):
+
+# %%
+if tok[0]:
+    print(tables.format_table(longrow.point_rows(tok[0], "laws")))
+    print()
+    print(tables.format_table(longrow.point_rows(tok[0], "prefill")))
+
+# %% [markdown]
+# **What it means.** The long-row select is faster than `torch.topk` in every grid median, and more so at longer
+# rows and at k = 512. But at 128-640 rows and in prefill it stays 7.6-18x above the one-read floor (at a few
+# rows its time is fixed costs, not bytes), and the margins are small: 1.02x at 64K, k = 2048. It loses to `torch`
+# on three value laws: a narrow band far from zero (`shifted_narrow`), a band of values (`band`) and, at
+# 64 x 256K, 1 % NaN. The targets (4x over `torch`, 1.3x the floor) are open.
+#
+# Serving engines use CUDA top-k kernels. Their times below are transcribed from the project's issue 59: FlashInfer's
+# radix top-k measured on an H100 with `torch.topk` in the same process, and two figures the peers published
+# (their card and method). Each speedup is over the `torch.topk` of its own process:
+
+# %%
+peers = records.load_records("longrow/peers_transcribed", gpu="h100")
+print(records.record_status(peers))
+if peers[0] and tok[0]:
+    print(tables.format_table(longrow.peers_rows(peers[0], tok[0])))
+
+# %% [markdown]
+# **What it means.** FlashInfer's radix top-k is 1.7-3.8x faster than `torch.topk` at these shapes. This select is
+# 1.0-1.25x, so 0.27-0.61x the peer's speed, and 0.2x the published cluster kernel's at 64 x 256K. Those kernels
+# are CUDA only; none of them runs on ROCm. The record is from e521f8f, before the 2M-column rule: at 1-4 rows of
+# 256K the default now takes the radix select (53 µs at 1 x 256K in the crossover below, against 69 here). This is
+# not yet the select DeepSeek V3.2's shapes need.
+#
+# The sample was not the first one tried. The first version took 64 runs of 64 columns and aimed at 2k keys above
+# the threshold, with buffers a third smaller. The same points, in two records of the same harness on the same kind
+# of card (each ratio is against `torch` in its own process):
+
+# %%
+old = records.load_records("longrow/tokens_3c7ad5a", gpu="h100")
+print(records.record_status(old))
+if old[0] and tok[0]:
+    print(tables.format_table(longrow.versions_rows(old[0], tok[0], shape="grid", where={"rows": 640})))
+    print()
+    print(tables.format_table(longrow.versions_rows(old[0], tok[0], shape="laws", where={"rows": 64})))
+
+# %% [markdown]
+# **What it means.** The narrow sample was faster wherever it landed: 1.4-1.7x over `torch` at 640 rows. But
+# 64 runs of 64 sorted columns sit at a few ranks, so on a `ramp` row the threshold missed and every row was read a
+# second time by one program (0.17x). At 640 x 256K with k = 512 (0.75x, slower than its own k = 2048) some rows
+# missed the same way. Short runs spread the sample over the row's ranks, and the wider buffers absorb an aim that
+# is off by a few percent. The price is 15-35 % at 640 rows where the narrow sample worked. The record keeps the version with no
+# collapse; a sample that is cheap and also robust is the open work.
+#
+# **Where the rule sends it.** At few rows the parallel radix select already fills the GPU, and the long-row
+# select's sample launch and its finish are extra fixed costs. Both forced, with the rule's choice beside them:
+
+# %%
+cx = records.load_records("longrow/crossover", gpu="h100")
+print(records.record_status(cx))
+if cx[0]:
+    rows_cx = longrow.crossover_rows(cx[0], sm_count=(cx[1] or {}).get("sm_count") or 132)
+    print(tables.format_table(rows_cx))
+    missed = [r for r in rows_cx if r["faster"] != r["rule"]]
+    print(f"the rule picks the slower of the two at {len(missed)} of {len(rows_cx)} points")
+
+# %% [markdown]
+# **What it means.** The radix select wins while a call has under about 2M columns in all, and the long-row
+# select wins from there. The gap grows quickly: at 64 x 256K the radix select takes 2.7x as long. So the rule is
+# one bound on rows x width (`plans.LONGROW_MIN_COLUMNS`, 2^21). It is a shape rule, so it adds no compiled variant.
+# Where it picks the slower kernel, the loss is about 10 % at most.
+#
+# **Correctness.** The fuzz menu's long-row entries draw widths above 32768 columns, k from 257 to 2048, token and
+# block-size-1 candidate calls and every value law. They poison the output and check every slot against the exact
+# reference. The concurrency check ran the long-row select on four streams, two threads and concurrent graphs (at
+# e521f8f its two 2-row cases took the long-row select; the `radix` in their label is the harness's name then):
+
+# %%
+for name in ("fuzz_longrow.json", "streams.json"):
+    print(records.summarize_verification(records.data_dir() / "h100" / "longrow" / name))
 
 # %% [markdown]
 # ## 5. Fewer dependent steps: the short chains (k = 64, 16K-64K)

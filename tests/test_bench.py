@@ -1,7 +1,9 @@
-"""dsa_lab.bench.timing: timing summaries, the bytes model, roofline placement, ceilings (labelled without a GPU)."""
+"""dsa_lab.bench.timing and .roofline: timing summaries, the bytes model, roofline placement, ceilings (labelled without
+a GPU)."""
 import pytest
 import torch
 
+from dsa_lab.bench import roofline
 from dsa_lab.bench import timing as bench
 
 
@@ -26,12 +28,12 @@ def test_wallclock_timing_is_labelled_without_gpu():
 def test_select_bytes_model():
     nb, k = 32768, 64
     live = [512, 512, 100]
-    assert bench.select_bytes("triton", live, nb, k) == sum(live) * 4 + 3 * k * 4
-    torch_b = bench.select_bytes("torch", live, nb, k)
+    assert roofline.select_bytes("triton", live, nb, k) == sum(live) * 4 + 3 * k * 4
+    torch_b = roofline.select_bytes("torch", live, nb, k)
     assert torch_b == 3 * nb * 4 + 3 * k * (4 + 8) * 2 + 3 * k * 4
-    live_b = bench.select_bytes("torch_live", live, nb, k)
+    live_b = roofline.select_bytes("torch_live", live, nb, k)
     assert live_b == 3 * 512 * 4 + 3 * k * (4 + 8) * 2 + 3 * k * 4
-    assert bench.select_bytes("triton", [nb + 5], nb, k) == nb * 4 + k * 4  # clamped to the width
+    assert roofline.select_bytes("triton", [nb + 5], nb, k) == nb * 4 + k * 4  # clamped to the width
 
 
 def test_full_bytes_model():
@@ -39,27 +41,28 @@ def test_full_bytes_model():
     ends = [512, 2048, 3000]  # the last one is past the width: clamped
     nb = width // bs
     common = (512 + 2048 + 2048) * 4 + 3 * (nb + 1)
-    assert bench.full_bytes("triton_fused", ends, width, bs, k) == common + 3 * k * 4
+    assert roofline.full_bytes("triton_fused", ends, width, bs, k) == common + 3 * k * 4
     unfused = common + 2 * (64 + 256 + 256) * 4 + 3 * k * 4
-    assert bench.full_bytes("triton", ends, width, bs, k) == bench.full_bytes("triton_unfused", ends, width, bs, k) == unfused
+    assert (roofline.full_bytes("triton", ends, width, bs, k) == roofline.full_bytes("triton_unfused", ends, width, bs, k)
+            == unfused)
     topk = 3 * k * (4 + 8) * 2 + 3 * k * 4
-    assert bench.full_bytes("torch", ends, width, bs, k) == 3 * width * 4 + 3 * (nb + 1) + 2 * 3 * nb * 4 + topk
-    assert bench.full_bytes("torch_live", [512] * 3, width, bs, k) == 3 * 512 * 4 + 3 * (nb + 1) + 2 * 3 * 64 * 4 + topk
+    assert roofline.full_bytes("torch", ends, width, bs, k) == 3 * width * 4 + 3 * (nb + 1) + 2 * 3 * nb * 4 + topk
+    assert roofline.full_bytes("torch_live", [512] * 3, width, bs, k) == 3 * 512 * 4 + 3 * (nb + 1) + 2 * 3 * 64 * 4 + topk
 
 
 def test_roofline_placement():
     ceil = {"stream_gbps": 4000.0, "launch_us": 1.2, "two_launch_us": 1.8}
-    r = bench.roofline(8_000_000, 4.0, ceil)  # 8 MB at 4 TB/s = 2 µs floor
+    r = roofline.roofline(8_000_000, 4.0, ceil)  # 8 MB at 4 TB/s = 2 µs floor
     assert r["floor_us"] == pytest.approx(2.0) and r["roofline_frac"] == pytest.approx(0.5)
     assert r["gbps"] == pytest.approx(2000.0)
-    small = bench.roofline(1000, 3.0, ceil)  # latency bound: the launch floor wins
+    small = roofline.roofline(1000, 3.0, ceil)  # latency bound: the launch floor wins
     assert small["floor_us"] == pytest.approx(1.2)
-    assert bench.roofline(1000, 3.0, ceil, launches=2)["floor_us"] == pytest.approx(1.8)
+    assert roofline.roofline(1000, 3.0, ceil, launches=2)["floor_us"] == pytest.approx(1.8)
     # the compute term: 2e12 flops at 1000 Tflop/s = 2000 µs, above the 2 µs of bytes; absent without a peak
     mma = {**ceil, "fp8_tflops": 1000.0}
-    assert bench.roofline(8_000_000, 4000.0, mma, flops=2e12)["floor_us"] == pytest.approx(2000.0)
-    assert bench.roofline(8_000_000, 4000.0, mma, flops=2e12)["roofline_frac"] == pytest.approx(0.5)
-    assert bench.roofline(8_000_000, 4000.0, ceil, flops=2e12)["floor_us"] == pytest.approx(2.0)
+    assert roofline.roofline(8_000_000, 4000.0, mma, flops=2e12)["floor_us"] == pytest.approx(2000.0)
+    assert roofline.roofline(8_000_000, 4000.0, mma, flops=2e12)["roofline_frac"] == pytest.approx(0.5)
+    assert roofline.roofline(8_000_000, 4000.0, ceil, flops=2e12)["floor_us"] == pytest.approx(2.0)
 
 
 def test_fp8_mma_peak_needs_a_gpu_with_fp8_dot():

@@ -5,7 +5,6 @@ import sys
 import pytest
 
 from dsa_lab import cli
-
 from dsa_lab.bench import verify
 from dsa_lab.bench.shapes import MATRIX, make_inputs
 
@@ -25,7 +24,8 @@ def test_console_script_runs():
 
 
 def test_verify_reference_arm_passes_and_prints_table(capsys):
-    rc = cli.main(["verify", "--arms", "reference,torch", "--cases", "sel_constant,blk_starts", "--seed", "3", "--no-progress"])
+    rc = cli.main(["verify", "--arms", "reference,torch", "--cases", "sel_constant,blk_starts", "--seed", "3",
+                   "--no-progress"])
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "sel_constant" in out and "blk_starts" in out
@@ -126,8 +126,10 @@ def test_fuzz_merge_flattens_an_earlier_merge(tmp_path):
     first = verify.merge_fuzz_records([shard("a.json", 5, 0, "c0", 1), shard("b.json", 7, 1, "c0", 2)],
                                       str(tmp_path / "m.json"))
     assert first["n"] == 12 and len(first["shards"]) == 2
-    rec = verify.merge_fuzz_records([str(tmp_path / "m.json"), shard("c.json", 4, 0, "c1", 3)], str(tmp_path / "m2.json"))
+    rec = verify.merge_fuzz_records([str(tmp_path / "m.json"), shard("c.json", 4, 0, "c1", 3)],
+                                    str(tmp_path / "m2.json"))
     assert rec["n"] == 16 and [s["seed"] for s in rec["shards"]] == [1, 2, 3]
     assert rec["arms"]["triton"] == {"cases": 16, "mismatched_cases": 1} and rec["failures"] == [{"seed": 2}]
     assert rec["meta"]["commit"] == "c0" and rec["meta"]["commits"] == ["c0", "c1"]
-    assert [s["commit"] for s in rec["shards"]] == ["c0", "c0", "c1"] and rec["shards"][2]["command"] == "verify --seed 3"
+    assert [s["commit"] for s in rec["shards"]] == ["c0", "c0", "c1"]
+    assert rec["shards"][2]["command"] == "verify --seed 3"

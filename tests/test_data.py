@@ -34,7 +34,8 @@ def test_data_root_is_repo_data():
 def test_append_and_load_roundtrip(tmp_path):
     p = tmp_path / "sub" / "x.csv"
     cols = ["arm", "context", "median_us", "note", "flag", "empty"]
-    data.append_row(p, {"arm": "triton", "context": 4096, "median_us": 1.23456789, "note": "a,b \"q\"", "flag": True}, cols)
+    data.append_row(p, {"arm": "triton", "context": 4096, "median_us": 1.23456789, "note": "a,b \"q\"", "flag": True},
+                    cols)
     data.append_row(p, {"arm": "torch", "context": 16384, "median_us": 47.5, "note": "nan", "flag": False}, cols)
     lines = p.read_text().splitlines()
     assert lines[0] == ",".join(cols)

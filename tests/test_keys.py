@@ -8,12 +8,12 @@ import struct
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 import dsa_lab
 from dsa_lab import keys
 from dsa_lab.kernels import common as kt
-import triton
-import triton.language as tl
 
 NAN = float("nan")
 

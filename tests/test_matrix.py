@@ -30,8 +30,10 @@ FUSED_CASES = [c for c in MATRIX if verify.arm_serves("triton_fused", c)]
 
 def test_fused_arm_serves_the_candidate_block_cases_it_can():
     assert FUSED_CASES and all(c.op == "blocks" for c in FUSED_CASES)
-    assert not any(verify.arm_serves(a, c) for a in ("triton_unfused", "triton_fused") for c in MATRIX if c.op != "blocks")
-    assert all(not verify.arm_serves("triton_fused", c) for c in MATRIX if c.op == "blocks" and (c.k > 256 or c.block_size > 8))
+    assert not any(verify.arm_serves(a, c) for a in ("triton_unfused", "triton_fused")
+                   for c in MATRIX if c.op != "blocks")
+    assert all(not verify.arm_serves("triton_fused", c)
+               for c in MATRIX if c.op == "blocks" and (c.k > 256 or c.block_size > 8))
 
 
 @pytest.mark.parametrize("case", FUSED_CASES, ids=[c.name for c in FUSED_CASES])

@@ -13,6 +13,7 @@ with ~13-14 mantissa bits (DeepSeek-V3 §3.3.2), truncating; over a 32-product k
 
 import pytest
 import torch
+from _select_helpers import blocks_triton
 
 import dsa_lab
 from dsa_lab import paged, producer
@@ -20,8 +21,6 @@ from dsa_lab.bench import roofline
 from dsa_lab.bench.step import DecodeStep, decode_step
 from dsa_lab.bench.verify import logits_error
 from dsa_lab.producer import decode_row_ends, paged_mqa_logits, sanitize_decode_logits
-
-from _select_helpers import blocks_triton
 
 TOL_FP32 = 1e-5
 TOL_FP8 = 2.0**-8

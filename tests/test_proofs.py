@@ -5,7 +5,6 @@ import pytest
 import torch
 
 from dsa_lab import keys
-
 from dsa_lab.workbook import proofs
 
 
@@ -26,7 +25,8 @@ def test_structured_check_clean():
 def test_structured_check_deterministic():
     a = proofs.structured_key_order_check(samples_per_exponent=4, random_samples=1000)
     b = proofs.structured_key_order_check(samples_per_exponent=4, random_samples=1000)
-    assert {k: a[k] for k in ("patterns_checked", "violations")} == {k: b[k] for k in ("patterns_checked", "violations")}
+    fields = ("patterns_checked", "violations")
+    assert {k: a[k] for k in fields} == {k: b[k] for k in fields}
 
 
 def test_exhaustive_prefix_and_record(tmp_path):

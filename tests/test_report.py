@@ -2,7 +2,6 @@
 import pytest
 
 from dsa_lab import cli
-
 from dsa_lab.bench import data
 from dsa_lab.bench.report import points, sections, tables, targets, writer
 from dsa_lab.bench.sweep import plan
@@ -54,8 +53,10 @@ def record(tmp_path):
         data.append_row(sp, r, plan.STEP_COLUMNS)
     data.save_meta(d / "step_breakdown.meta.json", meta)
     pp = d / "producer_sweep.csv"
-    for arm, stage, us, frac, chk in (("triton", "logits", 100.0, 0.75, ""), ("torch", "logits", 2000.0, None, "rel_err=1e-6"),
-                                      ("bounded", "sanitize", 3.0, None, ""), ("full_width", "sanitize", 90.0, None, "")):
+    for arm, stage, us, frac, chk in (("triton", "logits", 100.0, 0.75, ""),
+                                      ("torch", "logits", 2000.0, None, "rel_err=1e-6"),
+                                      ("bounded", "sanitize", 3.0, None, ""),
+                                      ("full_width", "sanitize", 90.0, None, "")):
         r = _row(arm, stage, 131072, 128, 5, 64, "producer", us)
         r.update(heads=64, head_dim=128, block_kv=64, stream_frac=frac, write_bytes=0, check=chk, gbps=3480.0,
                  roofline_frac=frac, mma_frac=frac and 0.5, tflops=frac and 700.0)
@@ -69,7 +70,7 @@ def test_report_tables_and_verdicts(record):
     md = writer.build(record)
     assert "NVIDIA H200" in md and "abc123def456" in md and "4640 GB/s" in md
     assert "empty Triton launch in a graph **1.21 µs**" in md
-    lines = {l.split("|")[1].strip(): l for l in md.splitlines() if l.startswith("| select:") or l.startswith("| full:")}
+    lines = {ln.split("|")[1].strip(): ln for ln in md.splitlines() if ln.startswith(("| select:", "| full:"))}
     assert "**met**" in lines["select: median speedup over torch at 4K ≥ 10x"] and "12.00x" in lines[
         "select: median speedup over torch at 4K ≥ 10x"]
     assert "**met**" in lines["select: median speedup over torch at 64K ≥ 6x"]
@@ -80,7 +81,8 @@ def test_report_tables_and_verdicts(record):
     assert "**met**" in lines["select: k = 2048 median speedup over torch ≥ 3x"]
     assert "1.158" in lines["select: slowest / fastest over the five distributions ≤ 1.2 (per shape)"]
     assert "**met**" in lines["full: median speedup over torch at 4K ≥ 15x"]  # 24x
-    assert "**met**" in lines["full: 640 rows × 262144 context within 1.5x of its bytes/bandwidth floor (live logits read once)"]  # 1.2x
+    name = "full: 640 rows × 262144 context within 1.5x of its bytes/bandwidth floor (live logits read once)"
+    assert "**met**" in lines[name]  # 1.2x
     assert "**not met**" in lines["select: every point faster than torch and torch_live"]  # 256K vs torch_live: 1x
     beyond = "select: every point faster than torch and torch_live, every k (beyond the target's k = 64)"
     assert "| —" in lines[beyond] and "every k, every dist" in lines[beyond]  # information, no verdict
@@ -257,7 +259,8 @@ def test_large_k_targets_take_the_worst_context_and_every_point():
     assert t["k = 2048, select: every point faster than torch and torch_live"][1:3] == ["8/8 faster", "**met**"]
     slow = t["k = 512, select: every point faster than torch and torch_live"]
     assert slow[1:3] == ["7/8 faster", "**not met**"] and "1.00x vs torch_live at ctx 4K, 5 rows" in slow[3]
-    assert t["k = 2048, select: median speedup over torch ≥ 3x at every context"][1:3] == ["lowest 4.00x (256K)", "**met**"]
+    row = t["k = 2048, select: median speedup over torch ≥ 3x at every context"]
+    assert row[1:3] == ["lowest 4.00x (256K)", "**met**"]
     full = t["k = 2048, full: median speedup over torch ≥ 3x at every context"]
     assert full[1:3] == ["lowest 2.50x (256K)", "**not met**"] and full[3] == "4K: 10.00x, 256K: 2.50x"
     big = t["select: 640 rows × 262144 context ≤ 100 µs"]

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 import dsa_lab
-from dsa_lab.flags import candidate_flags_torch
 from dsa_lab import plans
+from dsa_lab.flags import candidate_flags_torch
 from dsa_lab.launch import scores as ls
 from dsa_lab.scores import block_scores_torch
 

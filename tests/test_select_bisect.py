@@ -9,17 +9,16 @@ import pytest
 import torch
 import triton
 import triton.language as tl
-
 from _select_helpers import assert_same_sets, blocks_triton, poisoned, topk_triton
 
 import dsa_lab
 from dsa_lab import plans
 from dsa_lab._impl import facts_for
-from dsa_lab.launch import select as launch
 from dsa_lab.bench.shapes import DISTS, SPECIAL_DISTS, fill
 from dsa_lab.flags import candidate_flags_torch
-from dsa_lab.keys import ordered_hi
 from dsa_lab.kernels import bisect as bk
+from dsa_lab.keys import ordered_hi
+from dsa_lab.launch import select as launch
 from dsa_lab.select import topk_select_reference
 
 INF, NAN = float("inf"), float("nan")

@@ -1,16 +1,15 @@
 """Property-based tests (hypothesis) of the Triton selection arms under the interpreter: random small
 shapes, lengths, k, row_repeat, value pools heavy in ties/NaN/±inf/signed zeros, and random test hooks
-(:func:`dsa_lab.plans.select`'s forced choices) so every kernel path is drawn.  Property: the selected set equals the exact
-reference's, every slot written."""
+(:func:`dsa_lab.plans.select`'s forced choices) so every kernel path is drawn.  Property: the selected set equals the
+exact reference's, every slot written."""
 import torch
+from _select_helpers import assert_same_sets, blocks_triton, poisoned, topk_triton
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st_
 
 from dsa_lab import plans
 from dsa_lab.scores import block_scores_torch
 from dsa_lab.select import topk_select_reference
-
-from _select_helpers import assert_same_sets, blocks_triton, poisoned, topk_triton
 
 POOL = [float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1.0, -1.0, 2.0, 1e-45, -3.5]
 CONFIGS = [

@@ -11,14 +11,13 @@ import dataclasses
 
 import pytest
 import torch
+from _select_helpers import assert_same_sets, poisoned
 
 import dsa_lab
 from dsa_lab import _impl, plans
 from dsa_lab.bench.shapes import fill
 from dsa_lab.launch import select as launch
 from dsa_lab.select import topk_select_reference
-
-from _select_helpers import assert_same_sets, poisoned
 
 SMALL = dict(CAP=96, CAP_EQ=32, TILE=64, SUB=32, STILE=64, NCH=16, CH=4, num_warps=4)
 

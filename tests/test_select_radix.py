@@ -5,7 +5,6 @@ per row, and every digit pass split over P programs (five launches; rows of at m
 one program)."""
 import pytest
 import torch
-
 from _select_helpers import assert_same_sets, blocks_triton, poisoned, topk_triton
 
 import dsa_lab
@@ -33,7 +32,8 @@ CASES = [
     (5, 640, 100, "nan1pct", "ragged"),        # non-power-of-two k
 ]
 
-FORMS = {"one": {"programs": 1}, "parallel": {"programs": 3, "short": 0}, "parallel_short": {"programs": 3, "short": 700}}
+FORMS = {"one": {"programs": 1}, "parallel": {"programs": 3, "short": 0},
+         "parallel_short": {"programs": 3, "short": 700}}
 
 
 def radix(x, k, lens, rr, form):

@@ -4,9 +4,9 @@ import pytest
 import torch
 
 import dsa_lab
+from dsa_lab.flags import candidate_flags_torch
 from dsa_lab.scores import block_scores_torch
 from dsa_lab.select import topk_select_reference, topk_select_torch
-from dsa_lab.flags import candidate_flags_torch
 
 INF, NAN = float("inf"), float("nan")
 

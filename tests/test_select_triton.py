@@ -1,23 +1,22 @@
 """The hier select (dsa_lab.kernels.hier, planned by dsa_lab.plans) against the exact reference.
 
-CPU lane: the Triton interpreter at small sizes.  Forced plan choices (:func:`dsa_lab.plans.select`'s keywords: smaller groups, a
-smaller direct tile, forced programs per row, the pairing threshold, the stage-A forms) reach every path of the kernel at
-these sizes: the direct top-k, the narrow / short / wide chains, the main chain with one and several programs per
-row (the last-arriver merge), stage B's fold over wide rows, the register radix stages (KP 512).  Every output is
-poisoned first and every slot compared (rows as sets); the first mismatching row and slot are named.
+CPU lane: the Triton interpreter at small sizes.  Forced plan choices (:func:`dsa_lab.plans.select`'s keywords:
+smaller groups, a smaller direct tile, forced programs per row, the pairing threshold, the stage-A forms) reach every
+path of the kernel at these sizes: the direct top-k, the narrow / short / wide chains, the main chain with one and
+several programs per row (the last-arriver merge), stage B's fold over wide rows, the register radix stages (KP 512).
+Every output is poisoned first and every slot compared (rows as sets); the first mismatching row and slot are named.
 GPU lane (``gpu`` marker): GPU-sized shapes and the CUDA-graph replay with new lengths.
 """
 import pytest
 import torch
+from _select_helpers import POISON, assert_same_sets, blocks_triton, poisoned, topk_triton
 
 import dsa_lab
 from dsa_lab import plans
-from dsa_lab.launch import select as launch
 from dsa_lab.flags import candidate_flags_torch
+from dsa_lab.launch import select as launch
 from dsa_lab.scores import block_scores_torch
 from dsa_lab.select import topk_select_reference
-
-from _select_helpers import POISON, assert_same_sets, blocks_triton, poisoned, topk_triton
 
 INF, NAN = float("inf"), float("nan")
 

@@ -9,13 +9,12 @@ import os
 
 import pytest
 import torch
+from _select_helpers import topk_triton
 
 import dsa_lab
+from dsa_lab.bench import streams
 from dsa_lab.launch import scratch as _scratch
 from dsa_lab.launch import select as launch
-from dsa_lab.bench import streams
-
-from _select_helpers import topk_triton
 
 SEED = int.from_bytes(os.urandom(3), "little")
 GPU_CASES = [c.name for c in streams.cases("gpu")]
@@ -129,3 +128,22 @@ def test_radix_totals_between_calls():
         assert streams._same(ids, dsa_lab.topk_select(x, 40, lengths=lengths, impl="reference"))
         tot = launch.totals(x.device, rows)[: rows * 1024].view(rows, 4, 256)
         assert int(tot[:, :3].abs().sum()) == 0
+
+
+def test_stream_case_labels_name_the_served_path():
+    """Each GPU-scale select case's label names the kernel the rules pick for its shape on an H200 or H100 (132 SMs):
+    a record's path column says which kernel the check exercised."""
+    import re
+
+    from dsa_lab import plans
+
+    names = {"longrow": "long-row", "radix": "radix", "bisect": "bisect", "hier": "hier"}
+    checked = 0
+    for case in streams.cases("gpu"):
+        m = re.fullmatch(r"select_k(\d+)(?:_(\d+))?(?:_x(\d+))?", case.name)
+        if not m:
+            continue
+        k, n, rows = int(m[1]), int(m[2] or 16384), int(m[3] or 2)
+        assert case.path.startswith(names[plans.select_algo(rows, n, k, 132)]), (case.name, case.path)
+        checked += 1
+    assert checked >= 8

@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from dsa_lab import cli
-
 from dsa_lab.bench import data
-from dsa_lab.bench.sweep import arms, cli as sweep_cli, inputs, plan, runner
+from dsa_lab.bench.sweep import arms, inputs, plan, runner
+from dsa_lab.bench.sweep import cli as sweep_cli
 
 pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="the interpreter lane (GPU runs write real data)")
 

@@ -38,7 +38,8 @@ def test_cli_subcommand_registered():
 
 
 def test_py_to_notebook():
-    text = '# %% [markdown]\n# # Title\n#\n# text\n\n# %% tags=["gpu", "x"]\nprint(1)\n\n\n# %%\n# NBVAL_IGNORE_OUTPUT\nx = 2\n'
+    text = ('# %% [markdown]\n# # Title\n#\n# text\n\n# %% tags=["gpu", "x"]\nprint(1)\n\n\n'
+            '# %%\n# NBVAL_IGNORE_OUTPUT\nx = 2\n')
     nb = workbook.py_to_notebook(text, "99_t")
     assert [c.cell_type for c in nb.cells] == ["markdown", "code", "code"]
     assert nb.cells[0].source == "# Title\n\ntext"
@@ -72,8 +73,9 @@ def test_notebook_in_sync_and_hygienic(name):
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert code and all(c.execution_count is not None for c in code), "committed executed"
     first = code[0].source
-    assert 'os.environ.setdefault("TRITON_INTERPRET", "1")' in first
-    assert first.index("TRITON_INTERPRET") < first.index("import dsa_lab")
+    # the interpreter is switched on (no GPU) before any kernel module is imported: the workbook's own imports
+    assert "_env.interpret_without_gpu()" in first
+    assert first.index("_env.interpret_without_gpu()") < first.index("from dsa_lab.workbook import")
     assert "backend_banner" in first  # says which backend runs
     assert "widgets" not in nb.metadata
     for c in code:
@@ -150,7 +152,8 @@ def test_static_html_widget_note():
     assert "jupyter lab" in c.outputs[0]["data"]["text/html"]
 
 
-@pytest.mark.skipif(not (os.environ.get("BROWSER_PATH") or shutil.which("chromium") or os.path.exists("/usr/bin/chromium")),
+@pytest.mark.skipif(not (os.environ.get("BROWSER_PATH") or shutil.which("chromium")
+                         or os.path.exists("/usr/bin/chromium")),
                     reason="static export needs a Chromium-family browser")
 def test_export_static_figures(tmp_path):
     pytest.importorskip("kaleido")

@@ -71,7 +71,8 @@ def fill(dist: str, rows: int, n: int, *, gen: torch.Generator, device=None) -> 
         x = _nan_with_payload(gen, shape)
     elif dist == "specials":
         pool = torch.tensor(
-            [float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1e-45, -1e-45, 3.4028235e38, -3.4028235e38, 1.0, -1.0],
+            [float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1e-45, -1e-45, 3.4028235e38, -3.4028235e38,
+             1.0, -1.0],
             device=d,
         )
         x = pool[torch.randint(0, len(pool), shape, generator=gen, device=d)]
@@ -121,7 +122,8 @@ def make_inputs(case: Case, *, seed: int, device="cpu") -> dict:
         g = torch.arange(rows) // case.row_repeat
         tail = col[None, :] >= ends[g][:, None]
         tail = tail.to(x.device)
-        garbage = torch.where(torch.rand(rows, width, generator=xgen, device=x.device) < 0.5, float("nan"), float("inf"))
+        coin = torch.rand(rows, width, generator=xgen, device=x.device)
+        garbage = torch.where(coin < 0.5, float("nan"), float("inf"))
         x = torch.where(tail, garbage, x)
     out = {"x": x.to(device), "ends": ends.to(torch.int32).to(device)}
     out["starts"] = None if starts is None else starts.to(torch.int32).to(device)

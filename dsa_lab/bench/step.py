@@ -13,8 +13,14 @@ from ..flags import candidate_flags
 from ..launch import producer as launch_producer
 from ..launch import select as launch_select
 from ..launch.scores import scores_buffer
-from ..producer import (PRODUCER_IMPLS, _check_producer_args, decode_row_ends, paged_mqa_logits,
-                        sanitize_decode_logits, sanitize_decode_logits_full)
+from ..producer import (
+    PRODUCER_IMPLS,
+    _check_producer_args,
+    decode_row_ends,
+    paged_mqa_logits,
+    sanitize_decode_logits,
+    sanitize_decode_logits_full,
+)
 from ..scores import block_scores
 from ..select import select_candidate_blocks, topk_select
 
@@ -130,7 +136,8 @@ class DecodeStep:
             # the launcher itself: it also zeroes the flags that the Triton select then sets
             # the select's kept buffer first: in a capture its one zeroing then precedes the producer, not the
             # select launched as the producer's programmatic dependent (the select takes the same buffer)
-            launch_select.select_sync(self.rows, self.nblocks, self.topk_blocks, self.logits.device, block_size=self.block_size)
+            launch_select.select_sync(self.rows, self.nblocks, self.topk_blocks, self.logits.device,
+                                      block_size=self.block_size)
             launch_producer.paged_mqa_logits(*args, self.logits, sanitize=True, scores_out=self.scores,
                                     block_size=self.block_size, flags_out=self.flags, row_ends=self.row_ends)
             return

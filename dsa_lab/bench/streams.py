@@ -8,8 +8,9 @@ call is compared with the output of the same call made alone on the default stre
 masks exactly).  ``mode="graphs"`` captures each stream's calls in a CUDA graph of its own and replays the graphs
 at once; ``mode="threads"``: one Python thread per stream, released together by a barrier and the gate event.
 
-:func:`cases` names each path and the call that reaches it (by the rules of :mod:`dsa_lab.plans`); ``pkg`` is a package with dsa_lab's API (this one, or an older tree imported under
-another name, for a before/after comparison in one process).
+:func:`cases` names each path and the call that reaches it (by the rules of :mod:`dsa_lab.plans`); ``pkg`` is a
+package with dsa_lab's API (this one, or an older tree imported under another name, for a before/after comparison in
+one process).
 """
 from __future__ import annotations
 

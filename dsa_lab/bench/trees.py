@@ -10,10 +10,12 @@ __all__ = ["package"]
 
 
 def package(arm: str, folder: str | None):
-    """The package an arm calls: this tree for ``new``, ``folder/dsa_lab_old`` for ``old``, ``folder/dsa_lab_NAME``
-    for ``pkg_NAME``."""
-    if arm == "new":
+    """The package an arm calls: this tree for ``new`` (and ``triton``, the sweep's name for it),
+    ``folder/dsa_lab_old`` for ``old``, ``folder/dsa_lab_NAME`` for ``pkg_NAME``."""
+    if arm in ("new", "triton"):
         return importlib.import_module("dsa_lab")
+    if arm != "old" and not arm.startswith("pkg_"):
+        raise ValueError(f"arm {arm!r} names no tree: new, triton, old or pkg_NAME")
     name = "old" if arm == "old" else arm[4:]
     if folder is None:
         raise ValueError(f"arm {arm!r} needs --old DIR (the folder holding dsa_lab_{name}/)")

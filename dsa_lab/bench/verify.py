@@ -19,10 +19,10 @@ import torch
 
 from .. import _impl
 from ..cases import FUZZ_MENU
-from ..warmup import VERIFY_FUZZ_WIDTH
 from ..paged import FP8_DTYPE, split_cache
 from ..producer import decode_row_ends, paged_mqa_logits_torch
 from ..select import select_candidate_blocks, topk_select, topk_select_reference
+from ..warmup import VERIFY_FUZZ_WIDTH
 from .shapes import DISTS, MATRIX, SPECIAL_DISTS, Case, make_inputs
 
 POISON = -0x21524111  # 0xDEADBEEF as int32: never a valid id or -1
@@ -263,7 +263,8 @@ def fuzz(n: int, *, arms, seed: int, device, max_width: int, max_rows: int, prog
         if len(pending) >= sync_every * len(arms):
             drain()
     drain()
-    return {"n": done, "requested": n, "seconds": round(time.perf_counter() - t0, 1), "seed": seed, "max_width": max_width, "max_rows": max_rows,
+    return {"n": done, "requested": n, "seconds": round(time.perf_counter() - t0, 1), "seed": seed,
+            "max_width": max_width, "max_rows": max_rows,
             "menu": list(range(len(FUZZ_MENU))) if menu is None else list(menu), "arms": counts, "failures": failures}
 
 
@@ -337,7 +338,8 @@ def _menu_arg(s: str) -> list[int]:
 def add_arguments(p) -> None:
     p.add_argument("--scale", choices=("auto", "cpu", "gpu"), default="auto",
                    help="case sizes: gpu (full) or cpu (interpreter-sized); auto = gpu when CUDA is present")
-    p.add_argument("--arms", default=None, help="comma list of arms (default: triton,triton_fused,torch where Triton runs, "
+    p.add_argument("--arms", default=None,
+                   help="comma list of arms (default: triton,triton_fused,torch where Triton runs, "
                    "else torch; triton_unfused also accepted)")
     p.add_argument("--cases", default=None, help="comma list of substrings selecting case names")
     p.add_argument("--seed", type=int, default=None, help="input seed (default: fresh each run)")
@@ -374,16 +376,16 @@ def run(args) -> int:
     print(f"dsa-lab verify: backend {backend}; scale {scale}; arms {','.join(arms)}; seed {seed}")
     results = []
     if not args.no_matrix:
-        results = run_matrix(scale=scale, arms=arms, seed=seed, device=device, names=names, progress=not args.no_progress,
-                             shard=args.matrix_shard)
+        results = run_matrix(scale=scale, arms=arms, seed=seed, device=device, names=names,
+                             progress=not args.no_progress, shard=args.matrix_shard)
         print(format_table(results))
     bad = failures(results)
     fz = None
     if args.fuzz:
         mw = args.fuzz_max_width or (VERIFY_FUZZ_WIDTH if device == "cuda" else 300)
         mr = args.fuzz_max_rows or (64 if device == "cuda" else 4)
-        fz = fuzz(args.fuzz, arms=arms, seed=seed, device=device, max_width=mw, max_rows=mr, progress=not args.no_progress,
-                  max_seconds=args.fuzz_max_seconds, dump_dir=args.fuzz_dump,
+        fz = fuzz(args.fuzz, arms=arms, seed=seed, device=device, max_width=mw, max_rows=mr,
+                  progress=not args.no_progress, max_seconds=args.fuzz_max_seconds, dump_dir=args.fuzz_dump,
                   menu=args.fuzz_menu)
         for a, c in fz["arms"].items():
             print(f"fuzz {a}: {c['mismatched_cases']} mismatched of {c['cases']} cases ({fz['seconds']} s)")
@@ -440,7 +442,8 @@ def _record(folder: str, results, fz, *, seed: int, scale: str, fuzz_name: str =
     if not results:
         return
     path = os.path.join(folder, matrix_name)
-    cols = ["case", "op", "rows", "width", "k", "dist", "arm", "seed", "bad_rows", "strict", "first_mismatch", "error", "seconds"]
+    cols = ["case", "op", "rows", "width", "k", "dist", "arm", "seed", "bad_rows", "strict", "first_mismatch", "error",
+            "seconds"]
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols)
         w.writeheader()

@@ -21,8 +21,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .common import fill_tail, row_extent, set_flags, tl_ordered_hi
 from .common import NEG_HI as NEG
+from .common import fill_tail, row_extent, set_flags, tl_ordered_hi
 from .common import tl_cuda as _tl_cuda
 
 INF_WORD = tl.constexpr(0x7F800000)  # the ordered word of +inf (NaN's is 0x7FFFFFFF)

@@ -10,7 +10,6 @@ import triton.language as tl
 from .common import set_flags
 
 
-
 @triton.jit(do_not_specialize=["c_stride", "k", "width", "nblocks", "rr", "has_start"])
 def _flags_kernel(c_ptr, c_stride, flags_ptr, start_ptr, k, width, nblocks, rr, has_start,
                   BS: tl.constexpr, KT: tl.constexpr):

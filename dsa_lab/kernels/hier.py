@@ -26,9 +26,21 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .common import (NEG_HI, PAD, pick_digit, row_extent, set_flags, tl_block_score,
-                     tl_is_candidate, tl_key_index, tl_ordered_hi, tl_pack_key, write_ranked, write_selected,
-                     zero_flags)
+from .common import (
+    NEG_HI,
+    PAD,
+    pick_digit,
+    row_extent,
+    set_flags,
+    tl_block_score,
+    tl_is_candidate,
+    tl_key_index,
+    tl_ordered_hi,
+    tl_pack_key,
+    write_ranked,
+    write_selected,
+    zero_flags,
+)
 from .common import tl_cuda as _tl_cuda
 
 
@@ -183,9 +195,9 @@ def _reg_select(h, cand, k):
 # ---------------------------------------------------------------------------------------------------- stages B-D
 @triton.jit
 def _chain(src_ptr, row_off, out_ptr, ws_ptr, flags_ptr, n, row, L, nsg, nsg16, wbase, start, end, width, k,
-           FLAGS: tl.constexpr, KP: tl.constexpr, G1: tl.constexpr, G2: tl.constexpr, SB: tl.constexpr, KC: tl.constexpr,
-           FUSED: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, RSEL: tl.constexpr, NOA: tl.constexpr,
-           L1P: tl.constexpr, FOLD: tl.constexpr):
+           FLAGS: tl.constexpr, KP: tl.constexpr, G1: tl.constexpr, G2: tl.constexpr, SB: tl.constexpr,
+           KC: tl.constexpr, FUSED: tl.constexpr, BS: tl.constexpr, BSP: tl.constexpr, RSEL: tl.constexpr,
+           NOA: tl.constexpr, L1P: tl.constexpr, FOLD: tl.constexpr):
     """Stages B-D of one row (and its flags' bytes, already zeroed).  ``NOA`` (no stage A): the row has at most KP
     super groups, all chosen, so B needs no maxima and C forms the level-1 maxima from the columns (fused: logits).
 

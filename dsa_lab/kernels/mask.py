@@ -14,8 +14,6 @@ import triton
 import triton.language as tl
 
 
-
-
 @triton.jit(do_not_specialize=["x_stride", "width", "nblocks", "rr", "Q", "has_start"])
 def _mask_kernel(x_ptr, x_stride, flags_ptr, end_ptr, start_ptr, width, nblocks, rr, Q, has_start,
                  BS: tl.constexpr, TILE: tl.constexpr):

@@ -29,7 +29,6 @@ from .common import fill_tail, pick_digit, row_extent, tl_ordered_hi
 from .common import tl_cuda as _tl_cuda
 
 
-
 @triton.jit
 def _u32_of(src_ptr, row_off, cols, L):
     """(ordered word as uint32 -- unsigned order is the contract's, NaN on top --, candidate mask) of ``cols``

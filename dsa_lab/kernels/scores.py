@@ -71,9 +71,9 @@ def _block_scores_kernel(
     BS: tl.constexpr, BSP: tl.constexpr, BJ: tl.constexpr, PADDED: tl.constexpr, FILL_DEAD: tl.constexpr,
     SG: tl.constexpr, PDL: tl.constexpr, ZERO_FLAGS: tl.constexpr, HAS_START: tl.constexpr, ALIGNED: tl.constexpr,
 ):
-    """``ZERO_FLAGS``: zero the flags (0 no, 1 bytes, 2 8-byte words).  ``ALIGNED`` (the logits' row stride is a multiple of
-    16, and the row offset is computed so that the compiler can prove it) and ``HAS_START`` are constexprs: what the
-    compiler knows of the loads' alignment shapes their layout and width."""
+    """``ZERO_FLAGS``: zero the flags (0 no, 1 bytes, 2 8-byte words).  ``ALIGNED`` (the logits' row stride is a
+    multiple of 16, and the row offset is computed so that the compiler can prove it) and ``HAS_START`` are
+    constexprs: what the compiler knows of the loads' alignment shapes their layout and width."""
     if PDL:
         _tl_cuda.gdc_launch_dependents()
     row = tl.program_id(0)
@@ -91,7 +91,8 @@ def _block_scores_kernel(
     lend = tl.minimum(end, width)
     orow = out_ptr + row.to(tl.int64) * o_stride
     sgrow = sg_ptr + row.to(tl.int64) * sg_stride
-    n_ext = tl.maximum((tl.maximum(lend - start, 0) + BS - 1) // BS, tl.where(end > start, (end - start - 1) // BS + 1, 0))
+    n_ext = tl.maximum((tl.maximum(lend - start, 0) + BS - 1) // BS,
+                       tl.where(end > start, (end - start - 1) // BS + 1, 0))
     if FILL_DEAD:
         ntiles = (nblocks + BJ - 1) // BJ
     else:

@@ -86,7 +86,7 @@ def py_to_notebook(text: str, name: str):
         while lines and not lines[0].strip():
             lines.pop(0)
         if kind == "markdown":
-            src = "\n".join(l[2:] if l.startswith("# ") else l[1:] if l.startswith("#") else l for l in lines)
+            src = "\n".join(ln[2:] if ln.startswith("# ") else ln[1:] if ln.startswith("#") else ln for ln in lines)
             c = nbformat.v4.new_markdown_cell(src)
         else:
             c = nbformat.v4.new_code_cell("\n".join(lines))

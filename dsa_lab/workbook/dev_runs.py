@@ -129,9 +129,9 @@ def ab_ratios(records: list[dict], base: str, cand, /, *, stage=None, **where) -
 
 
 def old_new_rows(records) -> list[dict]:
-    """The rows of one-process A/B records (``dsa-lab ab``; made by ``scripts/gpu_ab_old.py`` before 2badd2b) (each a :func:`load_records` result; absent ones skipped): per
-    point, the older package's time (arm ``old``) beside this tree's (``new``) and their ratio, in the records'
-    order."""
+    """The rows of one-process A/B records (``dsa-lab ab``; made by ``scripts/gpu_ab_old.py`` before 2badd2b) (each
+    a :func:`load_records` result; absent ones skipped): per point, the older package's time (arm ``old``) beside
+    this tree's (``new``) and their ratio, in the records' order."""
     out = []
     for rows, _meta, _path in records:
         old = {(r["k"], r["rows"], r["context"]): r for r in rows or [] if r["arm"] == "old"}
@@ -144,7 +144,8 @@ def old_new_rows(records) -> list[dict]:
 
 
 def dist_spread_rows(rows: list[dict], arm: str = "triton") -> list[dict]:
-    """Per shape ``(k, rows)`` of a value-distribution record (``dsa-lab ab --dist``; made by ``scripts/gpu_select_ab.py --dists`` before 7662a29, one or more
+    """Per shape ``(k, rows)`` of a value-distribution record (``dsa-lab ab --dist``; made by
+    ``scripts/gpu_select_ab.py --dists`` before 7662a29, one or more
     ``seed`` draws: other scores of the same laws): each draw's slowest / fastest time of ``arm`` over the
     distributions, and over the draws that ratio's median, lowest and highest, how many draws exceed 1.2, the
     fastest and slowest distribution's times (lowest-highest over the draws), and which distribution was slowest how
@@ -176,7 +177,8 @@ _STALL = "smsp__average_warps_issue_stalled_"
 
 
 def pipe_rows(rows: list[dict], stalls: int = 4) -> list[dict]:
-    """The counters of a record of ``scripts/gpu_bisect_pipes.py`` (in git at 4bb2bee) (one row per case and counter), one line per case in
+    """The counters of a record of ``scripts/gpu_bisect_pipes.py`` (in git at 4bb2bee) (one row per case and
+    counter), one line per case in
     the record's order: the profiled time, warp instructions per row and the ALU pipe's share of them, how busy the
     ALU pipe and the issue slots were, eligible of resident warps per scheduler, and the ``stalls`` largest stall
     reasons (cycles a warp waited per instruction issued; ``selected``, the issue itself, left out)."""

@@ -14,8 +14,16 @@ import torch
 from .. import keys
 from .backend import backend_info
 from .records import load_records, record_label, rel_path, select_rows
-from .tables import (STAGE_COLUMNS, STEP_STAGES, STEP_TOTAL, fused_step_rows, key_fields, long_format, skip_rows,
-                     speedup_rows)
+from .tables import (
+    STAGE_COLUMNS,
+    STEP_STAGES,
+    STEP_TOTAL,
+    fused_step_rows,
+    key_fields,
+    long_format,
+    skip_rows,
+    speedup_rows,
+)
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go

@@ -62,6 +62,7 @@ import time
 import torch
 
 from .. import keys
+
 __all__ = [
     "SPECIAL_VALUES",
     "special_values",

@@ -38,7 +38,8 @@ def rel_path(path) -> str:
 
 
 def record_label(meta: dict | None, path) -> str:
-    """``"<GPU> · <record file>"`` for titles.  Seed data is labelled as transcribed."""
+    """``"<GPU> · <record file>"`` for titles.  Transcribed numbers (the seed PR's, or a record whose metadata says
+    ``transcribed``) are labelled as such."""
     meta = meta or {}
     gpu = meta.get("gpu") or meta.get("gpu_name")
     if isinstance(gpu, dict):
@@ -48,8 +49,10 @@ def record_label(meta: dict | None, path) -> str:
     label = f"{gpu} · {rel_path(path)}"
     if meta.get("performance_measurement") is False or meta.get("triton_interpreter"):
         label += " (interpreter: not a performance measurement)"
-    if meta.get("transcribed") or "mi355x_seed" in str(path):
+    if "mi355x_seed" in str(path):
         label += " (seed PR numbers, transcribed, not measured here)"
+    elif meta.get("transcribed"):
+        label += " (transcribed, not measured here)"
     return label
 
 
@@ -88,9 +91,22 @@ def _summarize_fuzz(rec: dict, rel: str, path) -> str:
     return "\n".join(lines)
 
 
+def _summarize_streams(rec: dict, rel: str, path) -> str:
+    """A ``dsa-lab verify --streams`` record: calls and mismatched calls per case and mode."""
+    meta = rec.get("meta", {})
+    cases = rec["cases"]
+    lines = [f"{rel} — {record_label(meta, path)} · commit {str(meta.get('commit') or '?')[:7]} · "
+             f"{str(meta.get('date_utc') or '?')[:10]}",
+             f"  {len(cases)} case-modes, {sum(int(c['calls']) for c in cases):,} calls, "
+             f"{sum(int(c['mismatched']) for c in cases)} mismatched"]
+    for c in cases:
+        lines.append(f"  {c['case']} ({c['path']}), {c['mode']}: {c['mismatched']} of {c['calls']} calls differ")
+    return "\n".join(lines)
+
+
 def float_max_table(path) -> str:
-    """The recorded float-max check (made by ``scripts/gpu_float_max_check.py``, in git at 02e8f29): per block, the contract's max and
-    what ``torch.amax`` and a Triton ``tl.max`` returned on that GPU (``!`` marks a departure)."""
+    """The recorded float-max check (made by ``scripts/gpu_float_max_check.py``, in git at 02e8f29): per block, the
+    contract's max and what ``torch.amax`` and a Triton ``tl.max`` returned on that GPU (``!`` marks a departure)."""
     path = Path(path)
     rel = rel_path(path)
     if not path.exists():
@@ -121,6 +137,9 @@ def summarize_verification(path) -> str:
         rec = json.loads(path.read_text())
         if isinstance(rec.get("arms"), dict) and "n" in rec:
             return _summarize_fuzz(rec, rel, path)
+        if isinstance(rec.get("cases"), list) and all({"case", "mode", "calls", "mismatched"} <= set(c)
+                                                       for c in rec["cases"]):
+            return _summarize_streams(rec, rel, path)
         meta = {**meta, **{k: rec[k] for k in ("gpu", "gpu_name", "device") if k in rec}}
         lines = [f"{rel} — {record_label(meta, path)}"]
         for k in sorted(rec):

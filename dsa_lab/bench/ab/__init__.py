@@ -4,10 +4,10 @@ interleaved.
     dsa-lab ab OUT.csv [--old DIR] [--stage topk|select|full|producer] [--arms old,new] [--k 64,512]
         [--rows 1,32,128x5] [--widths 262144] [--dist normal,equal] [--seed 0] [--reps 3] [--profile]
 
-Arms: ``new`` (this tree; ``triton``, the sweep's name, is the same call), ``old`` (the package in ``DIR/dsa_lab_old``), ``pkg_NAME`` (``DIR/dsa_lab_NAME``: a
-candidate change), each called through its public API.  Another tree is made with
-``git archive REV dsa_lab | tar -x -C DIR && mv DIR/dsa_lab DIR/dsa_lab_old``.  The decode stages also take ``torch``
-/ ``torch_live`` (the sweep's upstream arms: ``torch.topk`` over the padded / the live width), ``radix``, ``hier``,
+Arms: ``new`` (this tree; ``triton``, the sweep's name, is the same call), ``old`` (the package in ``DIR/dsa_lab_old``),
+``pkg_NAME`` (``DIR/dsa_lab_NAME``: a candidate change), each called through its public API. Another tree is made with
+``git archive REV dsa_lab | tar -x -C DIR && mv DIR/dsa_lab DIR/dsa_lab_old``.  The decode stages also take ``torch`` /
+``torch_live`` (the sweep's upstream arms: ``torch.topk`` over the padded / the live width), ``radix``, ``hier``,
 ``bisect``, ``longrow`` (this tree with that kernel forced: a plan with that algorithm) and, in topk / select,
 ``bisectW`` (the bisect kernel launched at W warps).  Stages:
 
@@ -24,7 +24,8 @@ exact reference (ids as sets per row, every slot; flags exactly; the output pois
 times every arm once, in reversed order every other round (``dsa_lab.bench.timing.time_fn``: CUDA-graph medians), and
 the median of the rounds is kept (``--reps 0``: check only).  ``--profile``: each arm's kernels from a profiled graph
 replay (mean µs per kernel, the span of one call).  One CSV row per (point, arm), written as it goes, with
-``ratio_vs_first`` against the first arm and ``check`` (``ok`` / ``mismatch:BAD/ROWS``); the run's metadata beside it (each tree arm's source hash in ``trees``).
+``ratio_vs_first`` against the first arm and ``check`` (``ok`` / ``mismatch:BAD/ROWS``); the run's metadata beside
+it (each tree arm's source hash in ``trees``).
 """
 from __future__ import annotations
 
@@ -124,7 +125,8 @@ def run(args) -> int:
     shapes = parse_rows(args.rows)
     cols = [("width" if c == "context" and args.stage == "topk" else c) for c in COLUMNS]
     if args.stage == "producer":
-        from .producer import COLUMNS as PCOLS, run_points
+        from .producer import COLUMNS as PCOLS
+        from .producer import run_points
 
         points = [(c, n, w, point_seed(c, n, w, 0, args.seed)) for w in _ints(args.widths) for c, n in shapes]
         run_points(args, arms, points, lambda row: data.append_row(args.out, row, PCOLS), deadline)

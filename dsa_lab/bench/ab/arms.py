@@ -9,8 +9,16 @@ from pathlib import Path
 
 import torch
 
-from ..sweep import (BLOCK_SIZE, Point, _flags_fn, full_arm_fn, full_stage_inputs, make_values, select_arm_fn,
-                     select_stage_inputs)
+from ..sweep import (
+    BLOCK_SIZE,
+    Point,
+    _flags_fn,
+    full_arm_fn,
+    full_stage_inputs,
+    make_values,
+    select_arm_fn,
+    select_stage_inputs,
+)
 from ..trees import package
 
 FORCED = ("radix", "hier", "bisect", "longrow")  # this tree's select with that kernel forced, whatever the rows

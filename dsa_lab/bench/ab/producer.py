@@ -17,6 +17,7 @@ import importlib
 import torch
 
 from .. import data, timing
+from ..roofline import roofline
 from ..trees import package
 
 COLUMNS = ["arm", "concurrency", "next_n", "context", "median_us", "p10_us", "p90_us", "ratio_vs_first", "bytes",
@@ -129,7 +130,7 @@ def run_points(args, arms: list[str], points, write, deadline) -> None:
                 continue
             t = timing.time_fn(fn, target_replay_us=3000, max_inner=2, rep_ms=200)
             first_us = first_us or t.median_us
-            rf = timing.roofline(nbytes, t.median_us, ceil, flops=flops)
+            rf = roofline(nbytes, t.median_us, ceil, flops=flops)
             write({"arm": a, "concurrency": conc, "next_n": nn, "context": context, "median_us": round(t.median_us, 3),
                    "p10_us": round(t.p10_us, 3), "p90_us": round(t.p90_us, 3),
                    "ratio_vs_first": round(t.median_us / first_us, 4), "bytes": nbytes, "flops": flops,

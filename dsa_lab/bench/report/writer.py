@@ -6,12 +6,25 @@ from pathlib import Path
 from .. import data as _data
 from .markdown import ctx_label, fmt, provenance, rel, table
 from .points import index, pick
-from .sections import (compile_section, cuda_probe_section, latency_section, producer_section, seed_section,
-                       step_section)
-from .tables import (checks_line, dist_table, fused_table, headline_table, k_table, per_context_table,
-                     representative_table)
-from .targets import (bound_note, dist_ratio, full_budget_rows, full_budget_table, full_targets, large_k_targets,
-                      select_targets)
+from .sections import compile_section, cuda_probe_section, latency_section, producer_section, seed_section, step_section
+from .tables import (
+    checks_line,
+    dist_table,
+    fused_table,
+    headline_table,
+    k_table,
+    per_context_table,
+    representative_table,
+)
+from .targets import (
+    bound_note,
+    dist_ratio,
+    full_budget_rows,
+    full_budget_table,
+    full_targets,
+    large_k_targets,
+    select_targets,
+)
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 

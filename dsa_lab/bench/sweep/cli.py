@@ -15,6 +15,7 @@ from .plan import BLOCK_KV, CSV_NAME, Point, build_plan, on_gpu
 from .record import write_meta
 from .runner import Deadline, Sweep
 
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """``dsa-lab sweep``'s options: suites, grid filters, output, time box, timer, seed."""
     p.add_argument("--suite", default="select,full",

@@ -11,11 +11,22 @@ import torch
 
 from .. import roofline
 from .. import timing as bench
-from .arms import (_flags_fn, full_arm_fn, mismatched_rows, padded_scores, reference_ids, select_arm_fn,
-                   torch_topk_store)
+from .arms import _flags_fn, full_arm_fn, mismatched_rows, padded_scores, reference_ids, select_arm_fn, torch_topk_store
 from .inputs import full_stage_inputs, select_stage_inputs
-from .plan import (BLOCK_SIZE, COLUMNS, CPU_HEADS, CPU_MML, CSV_NAME, HEAD_DIM, HEADS, MML, Point, arms_for, csv_list,
-                   on_gpu)
+from .plan import (
+    BLOCK_SIZE,
+    COLUMNS,
+    CPU_HEADS,
+    CPU_MML,
+    CSV_NAME,
+    HEAD_DIM,
+    HEADS,
+    MML,
+    Point,
+    arms_for,
+    csv_list,
+    on_gpu,
+)
 from .record import Recorder
 
 
@@ -173,8 +184,8 @@ class Sweep:
     # ---- step / producer
     def run_step_producer(self, p: Point, todo: list[str], deadline: Deadline) -> None:
         from ... import producer
-        from ..step import DecodeStep
         from ...paged import random_decode_problem
+        from ..step import DecodeStep
 
         seed = self.seed_for(p)
         rec = self.recorder(p.suite)
@@ -200,8 +211,8 @@ class Sweep:
         if on_gpu():
             torch.cuda.synchronize()
         k = p.k
-        from ...select import select_candidate_blocks, topk_select
         from ...scores import block_scores
+        from ...select import select_candidate_blocks, topk_select
 
         live = [-(-e // BLOCK_SIZE) for e in ends_list]
         nb = -(-self.mml // BLOCK_SIZE)

@@ -1,0 +1,109 @@
+"""Tables of the token-level top-k records (``python -m dsa_lab.bench.tokens``: ``data/<gpu>/longrow/``): speedups over
+``torch.topk`` per k and width, the named shapes (value laws, prefill), two kernels' records side by side, and the
+crossover between the long-row and the parallel radix select with the rule's pick beside it.  Each returns a list of
+dicts (deterministic: notebooks print them)."""
+from __future__ import annotations
+
+import statistics
+
+from .. import plans
+
+
+def _points(rows, shape: str | None = None) -> dict:
+    """``{(shape, rows, width, k, lengths, dist): {arm: row}}``."""
+    out: dict = {}
+    for r in rows or ():
+        if shape is not None and r["shape"] != shape:
+            continue
+        key = (r["shape"], int(r["rows"]), int(r["width"]), int(r["k"]), str(r["lengths"]), str(r["dist"]))
+        out.setdefault(key, {})[str(r["arm"])] = r
+    return out
+
+
+def bad_rows(rows) -> int:
+    """Rows of a record whose ids differed from ``torch.topk``'s as sets, summed over every timed point (``bad``)."""
+    return sum(int(r["bad"]) for r in rows or () if r.get("bad") not in (None, ""))
+
+
+def speedup_summary(rows, *, arm: str = "triton", shape: str = "grid") -> list[dict]:
+    """Per (k, width): the points of ``shape``, and the median / min / max of ``torch`` time over ``arm`` time."""
+    groups: dict = {}
+    for (_, _, width, k, _, _), arms in _points(rows, shape).items():
+        if arm in arms and "torch" in arms:
+            groups.setdefault((k, width), []).append(float(arms["torch"]["median_us"]) / float(arms[arm]["median_us"]))
+    return [{"k": k, "width": w, "points": len(v), "median_x": f"{statistics.median(v):.2f}",
+             "min_x": f"{min(v):.2f}", "max_x": f"{max(v):.2f}"} for (k, w), v in sorted(groups.items())]
+
+
+def point_rows(rows, shape: str, *, arm: str = "triton") -> list[dict]:
+    """One row per point of ``shape``: torch and ``arm`` µs, the speedup, and ``arm``'s time over the one-read floor."""
+    out = []
+    for (_, nrows, width, k, lengths, dist), arms in _points(rows, shape).items():
+        if arm not in arms or "torch" not in arms:
+            continue
+        a, t = arms[arm], arms["torch"]
+        out.append({"rows": nrows, "width": width, "k": k, "lengths": lengths, "dist": dist,
+                    "torch_us": f"{float(t['median_us']):.1f}", f"{arm}_us": f"{float(a['median_us']):.1f}",
+                    "speedup": f"{float(t['median_us']) / float(a['median_us']):.2f}x",
+                    "x_floor": f"{float(a['x_floor']):.1f}"})
+    return out
+
+
+def versions_rows(old, new, *, shape: str, arm: str = "triton", where: dict | None = None) -> list[dict]:
+    """Two records of the same points side by side (``old`` / ``new``: their rows): ``arm``'s µs in each and its
+    speedup over the ``torch`` of the same process; points in both, filtered by ``where`` (field = value)."""
+    a, b = _points(old, shape), _points(new, shape)
+    keys = ("rows", "width", "k", "lengths", "dist")
+    out = []
+    for key in sorted(set(a) & set(b)):
+        row = dict(zip(keys, key[1:]))
+        if any(row.get(f) != v for f, v in (where or {}).items()):
+            continue
+        if not all(arm in d and "torch" in d for d in (a[key], b[key])):
+            continue
+        for tag, d in (("old", a[key]), ("new", b[key])):
+            us = float(d[arm]["median_us"])
+            row[f"{tag}_us"] = f"{us:.1f}"
+            row[f"{tag}_x"] = f"{float(d['torch']['median_us']) / us:.2f}"
+        out.append(row)
+    return out
+
+
+def crossover_rows(rows, sm_count: int = 132) -> list[dict]:
+    """The ``crossover`` points: torch, the parallel radix and the long-row select (both forced), the faster of
+    the two, and what :func:`dsa_lab.plans.select_algo` picks for that shape on ``sm_count`` SMs."""
+    out = []
+    for (_, nrows, width, k, _, _), arms in sorted(_points(rows, "crossover").items(),
+                                                   key=lambda t: (t[0][3], t[0][2], t[0][1])):
+        if not all(a in arms for a in ("torch", "radix", "longrow")):
+            continue
+        r, lr = float(arms["radix"]["median_us"]), float(arms["longrow"]["median_us"])
+        out.append({"k": k, "width": width, "rows": nrows, "columns": nrows * width,
+                    "torch_us": f"{float(arms['torch']['median_us']):.1f}", "radix_us": f"{r:.1f}",
+                    "longrow_us": f"{lr:.1f}", "faster": "radix" if r < lr else "longrow",
+                    "rule": plans.select_algo(nrows, width, k, sm_count)})
+    return out
+
+
+def peers_rows(peers, rows, *, arm: str = "triton") -> list[dict]:
+    """Transcribed peer times (``data/<gpu>/longrow/peers_transcribed.csv``) beside this record's ``arm`` at the same
+    shape (full lengths, normal values; ``—`` where the record has no such point).  Speedups are each over the
+    ``torch.topk`` of its own process, so two processes on the same kind of card compare as ratios."""
+    ours = {(n, w, k): arms for (_, n, w, k, lengths, dist), arms in _points(rows, "grid").items()
+            if lengths == "full" and dist == "normal"}
+    out = []
+    for p in peers or ():
+        key = (int(p["rows"]), int(p["width"]), int(p["k"]))
+        mine = ours.get(key, {})
+        torch_p = p.get("torch_us")
+        row = {"rows": key[0], "width": key[1], "k": key[2], "peer (transcribed)": p["peer"],
+               "peer_us": f"{float(p['peer_us']):.1f}",
+               "peer_x": f"{float(torch_p) / float(p['peer_us']):.2f}" if torch_p not in (None, "") else "—"}
+        if arm in mine and "torch" in mine:
+            us = float(mine[arm]["median_us"])
+            row.update({f"{arm}_us": f"{us:.1f}", f"{arm}_x": f"{float(mine['torch']['median_us']) / us:.2f}",
+                        f"{arm}_vs_peer": f"{float(p['peer_us']) / us:.2f}"})
+        else:
+            row.update({f"{arm}_us": "—", f"{arm}_x": "—", f"{arm}_vs_peer": "—"})
+        out.append(row)
+    return out

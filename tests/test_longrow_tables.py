@@ -1,0 +1,74 @@
+"""dsa_lab.workbook.longrow: the token-level top-k tables, on synthetic rows and on the committed H100 records."""
+import json
+
+from dsa_lab.workbook import longrow, records
+
+
+def _row(shape, rows, width, k, arm, us, lengths="full", dist="normal", bad="", x_floor=2.0):
+    return {"shape": shape, "rows": rows, "width": width, "k": k, "lengths": lengths, "dist": dist, "arm": arm,
+            "median_us": us, "bad": bad, "x_floor": x_floor}
+
+
+def test_speedups_points_and_versions():
+    rows = [_row("grid", 1, 65536, 2048, "torch", 60.0), _row("grid", 1, 65536, 2048, "triton", 30.0, bad=0),
+            _row("grid", 8, 65536, 2048, "torch", 90.0), _row("grid", 8, 65536, 2048, "triton", 90.0, bad=2),
+            _row("laws", 64, 262144, 2048, "torch", 300.0, dist="band"),
+            _row("laws", 64, 262144, 2048, "triton", 400.0, dist="band", x_floor=14.0)]
+    assert longrow.bad_rows(rows) == 2
+    (s,) = longrow.speedup_summary(rows)
+    assert (s["k"], s["width"], s["points"], s["median_x"], s["min_x"], s["max_x"]) == (2048, 65536, 2, "1.50",
+                                                                                         "1.00", "2.00")
+    (p,) = longrow.point_rows(rows, "laws")
+    assert p["dist"] == "band" and p["speedup"] == "0.75x" and p["x_floor"] == "14.0"
+    old = [dict(r, median_us=r["median_us"] / 2) if r["arm"] == "triton" else r for r in rows]
+    v = longrow.versions_rows(old, rows, shape="grid", where={"rows": 8})
+    assert len(v) == 1 and (v[0]["old_us"], v[0]["old_x"], v[0]["new_us"], v[0]["new_x"]) == ("45.0", "2.00",
+                                                                                                 "90.0", "1.00")
+
+
+def test_crossover_rows_name_the_rule():
+    rows = [_row("crossover", 1, 65536, 2048, a, us) for a, us in (("torch", 66.0), ("radix", 26.0),
+                                                                     ("longrow", 78.0))]
+    rows += [_row("crossover", 64, 262144, 2048, a, us) for a, us in (("torch", 288.0), ("radix", 663.0),
+                                                                        ("longrow", 249.0))]
+    out = longrow.crossover_rows(rows, sm_count=132)
+    assert [(r["rows"], r["faster"], r["rule"]) for r in out] == [(1, "radix", "radix"), (64, "longrow", "longrow")]
+
+
+def test_peers_rows_ratios_each_against_its_own_torch():
+    peers = [{"rows": 64, "width": 262144, "k": 2048, "peer": "P", "peer_us": 100.0, "torch_us": 300.0},
+             {"rows": 4, "width": 163840, "k": 2048, "peer": "Q", "peer_us": 20.0, "torch_us": ""}]
+    rows = [_row("grid", 64, 262144, 2048, "torch", 280.0), _row("grid", 64, 262144, 2048, "triton", 200.0)]
+    a, b = longrow.peers_rows(peers, rows)
+    assert (a["peer_x"], a["triton_us"], a["triton_x"], a["triton_vs_peer"]) == ("3.00", "200.0", "1.40", "0.50")
+    assert (b["peer_x"], b["triton_us"]) == ("—", "—")
+
+
+def test_recorded_crossover_agrees_with_the_rule():
+    """The committed H100 crossover: where the 2M-column rule picks the slower kernel, it loses at most 12 %."""
+    rows, meta, _ = records.load_records("longrow/crossover", gpu="h100")
+    out = longrow.crossover_rows(rows, sm_count=meta["sm_count"])
+    assert len(out) == 28
+    for r in out:
+        if r["faster"] != r["rule"]:
+            picked = float(r[f"{r['rule']}_us"])
+            best = min(float(r["radix_us"]), float(r["longrow_us"]))
+            assert picked <= 1.12 * best, r
+
+
+def test_streams_record_summary(tmp_path):
+    p = tmp_path / "streams.json"
+    p.write_text(json.dumps({"meta": {"gpu_name": "NVIDIA H100 80GB HBM3", "commit": "abcdef123",
+                                      "date_utc": "2026-12-06T04:47"},
+                             "cases": [{"case": "a", "path": "hier", "mode": "streams", "calls": 160, "mismatched": 3},
+                                       {"case": "a", "path": "hier", "mode": "graphs", "calls": 160,
+                                        "mismatched": 0}]}))
+    s = records.summarize_verification(p)
+    assert "2 case-modes, 320 calls, 3 mismatched" in s and "a (hier), streams: 3 of 160 calls differ" in s
+    assert "NVIDIA H100 80GB HBM3" in s and "commit abcdef1" in s
+
+
+def test_transcribed_label():
+    assert records.record_label({"gpu_name": "G", "transcribed": True}, "x.csv").endswith(
+        "(transcribed, not measured here)")
+    assert "seed PR numbers" in records.record_label({"gpu_name": "G"}, "data/mi355x_seed/x.csv")
