@@ -62,7 +62,7 @@ summarize() {
                        END {if (n) printf "streams: %d of %d checks differ\n", bad, n}' "$2" ;;
     *) grep -E '([0-9]+ (passed|failed|skipped|error|errors|deselected|xfailed)(, )?)+ in ' "$2" | tail -n 1 \
          | sed -E 's/ in [0-9.]+s.*//; s/=+//g; s/^ +//' ;;
-  esac | paste -sd ';' -
+  esac | paste -sd ';' - | sed 's/;/; /g'
 }
 
 fail=0

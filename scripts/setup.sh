@@ -2,10 +2,12 @@
 # Create .venv (once) and install dsa_lab with its extras from pyproject.toml (the one dependency list).
 #
 # Which torch (DSA_LAB_TORCH_EXTRA):
-#   unset     a GPU (CUDA or ROCm) that $PYTHON's torch already sees: keep that torch and its triton (the venv sees
-#             $PYTHON's packages); otherwise the `cpu` extra, which pins the CPU build of torch
+#   unset     the choice an existing .venv was made with; for a new .venv: a GPU (CUDA or ROCm) that $PYTHON's torch
+#             already sees: keep that torch and its triton (the venv sees $PYTHON's packages); otherwise the `cpu`
+#             extra, which pins the CPU build of torch
 #   cpu       the CPU build, GPU or not
 #   (empty)   keep $PYTHON's torch, GPU or not (DSA_LAB_TORCH_EXTRA= scripts/setup.sh)
+# A value that differs from the existing .venv's choice makes .venv anew.
 # Offline: when .whl/ holds wheels (scripts/wheelhouse.sh, built on a connected machine), pip installs from it alone
 # (--no-index), the `test` and `notebooks` extras; DSA_LAB_WHEELHOUSE names another folder.
 # Chromium (static figure export, the browser check): as root with apt-get and no chromium on PATH, Debian's package
@@ -15,8 +17,19 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 say() { echo "setup.sh: $*" >&2; }
 
+choice=.venv/.dsa_lab_torch   # the torch extra .venv was made with ("" = keep $PY's torch)
+if [ -x .venv/bin/python ] && [ ! -f "$choice" ]; then   # a .venv from before the choice was recorded
+  if grep -qi "^include-system-site-packages *= *true" .venv/pyvenv.cfg; then echo > "$choice"
+  else echo cpu > "$choice"; fi
+fi
 if [ -n "${DSA_LAB_TORCH_EXTRA+set}" ]; then
   torch_extra=$DSA_LAB_TORCH_EXTRA
+  if [ -f "$choice" ] && [ "$(cat "$choice")" != "$torch_extra" ]; then
+    say "DSA_LAB_TORCH_EXTRA='$torch_extra' is not the choice .venv was made with ('$(cat "$choice")'): making it anew"
+    rm -rf .venv
+  fi
+elif [ -f "$choice" ]; then
+  torch_extra=$(cat "$choice")   # an existing .venv keeps its choice; set DSA_LAB_TORCH_EXTRA to change it
 elif timeout 120 "$PY" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" >/dev/null 2>&1; then
   torch_extra=""   # torch.cuda covers ROCm builds too (HIP)
   say "a GPU is visible to $("$PY" -c 'import torch; print("torch", torch.__version__)') in $PY: keeping it"
@@ -31,15 +44,6 @@ if compgen -G "$wheels/*.whl" >/dev/null; then
   offline=1
 fi
 
-mode="keep=$keep"
-if [ -x .venv/bin/python ] && [ ! -f .venv/.dsa_lab_mode ]; then   # a .venv made before this file was written
-  grep -qi "^include-system-site-packages *= *true" .venv/pyvenv.cfg && echo keep=1 > .venv/.dsa_lab_mode \
-    || echo keep=0 > .venv/.dsa_lab_mode
-fi
-if [ -x .venv/bin/python ] && [ "$(cat .venv/.dsa_lab_mode)" != "$mode" ]; then
-  say "the torch choice changed ($mode): making .venv anew"
-  rm -rf .venv
-fi
 if [ ! -x .venv/bin/python ]; then
   if [ "$keep" = 1 ]; then
     # Without pip of its own when the interpreter has no ensurepip: the .pth below brings $PY's pip.
@@ -52,7 +56,7 @@ if [ ! -x .venv/bin/python ]; then
   else
     "$PY" -m venv .venv
   fi
-  echo "$mode" > .venv/.dsa_lab_mode
+  echo "$torch_extra" > "$choice"
 fi
 
 extras="test,notebooks"

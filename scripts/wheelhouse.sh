@@ -12,8 +12,8 @@ lab=0
 if [ "${1:-}" = "--lab" ]; then lab=1; shift; fi
 out=${1:-.whl}
 pyver=${WHEELHOUSE_PY:-3.12}
-platforms=${WHEELHOUSE_PLATFORMS:-manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_17_x86_64 \
-  manylinux2014_x86_64}
+glibc_2_28="manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64"
+platforms=${WHEELHOUSE_PLATFORMS:-$glibc_2_28}
 PY=${PYTHON:-python3}
 
 # The requirement lines, read from pyproject.toml (the one dependency list), less torch and triton.
