@@ -163,6 +163,22 @@ def execute(nb, cwd: Path, timeout: int, env: dict, retries: int = 1):
             print(f"notebook timed out after {timeout} s; retrying with a new kernel")
 
 
+def _quiet_output_widget():
+    """nbclient's stand-in for a frontend's Output widget, minus the echo of each captured output back to the kernel.
+
+    The echo is a comm message sent on the shell socket while nbclient awaits the cell's reply on it: now and then the
+    reply is then noticed only when the cell's timeout runs out (04's widget cell: 300 s instead of 1), and after the
+    last cell the kernel may still be handling the echo when the shutdown's SIGINT comes ("KeyboardInterrupt caught in
+    kernel").  A batch build needs no kernel-side copy: the captured outputs stay in nbclient's widget state."""
+    from nbclient.output_widget import OutputWidget
+
+    class QuietOutputWidget(OutputWidget):
+        def sync_state(self) -> None:
+            pass
+
+    return QuietOutputWidget
+
+
 def _execute_once(nb, cwd: Path, timeout: int, env: dict):
     from nbclient import NotebookClient
 
@@ -172,6 +188,7 @@ def _execute_once(nb, cwd: Path, timeout: int, env: dict):
     try:
         client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(cwd)}},
                                 record_timing=False)
+        client.widget_registry["@jupyter-widgets/output"]["OutputModel"] = _quiet_output_widget()
         client.execute()
     finally:
         os.environ.clear()
