@@ -61,10 +61,11 @@ fi
 
 extras="test,notebooks"
 if [ "$offline" = 0 ]; then
-  extras="lab,$extras"
+  extras="lab,lint,$extras"
   [ -z "$torch_extra" ] || extras="$torch_extra,$extras"
 else  # the wheelhouse holds no torch (nor, unless built with --lab, JupyterLab)
   if compgen -G "$wheels/jupyterlab-*.whl" >/dev/null; then extras="lab,$extras"; fi
+  if compgen -G "$wheels/ruff-*.whl" >/dev/null; then extras="lint,$extras"; fi
   [ "$keep" = 1 ] || say "offline, keeping no torch: torch must come from $wheels/ (DSA_LAB_TORCH_EXTRA= keeps $PY's)"
 fi
 stamp=".venv/.dsa_lab_installed"

@@ -43,11 +43,11 @@ def test_full_bytes_model():
     common = (512 + 2048 + 2048) * 4 + 3 * (nb + 1)
     assert roofline.full_bytes("triton_fused", ends, width, bs, k) == common + 3 * k * 4
     unfused = common + 2 * (64 + 256 + 256) * 4 + 3 * k * 4
-    assert (roofline.full_bytes("triton", ends, width, bs, k) == roofline.full_bytes("triton_unfused", ends, width, bs, k)
-            == unfused)
+    fb = roofline.full_bytes
+    assert fb("triton", ends, width, bs, k) == fb("triton_unfused", ends, width, bs, k) == unfused
     topk = 3 * k * (4 + 8) * 2 + 3 * k * 4
     assert roofline.full_bytes("torch", ends, width, bs, k) == 3 * width * 4 + 3 * (nb + 1) + 2 * 3 * nb * 4 + topk
-    assert roofline.full_bytes("torch_live", [512] * 3, width, bs, k) == 3 * 512 * 4 + 3 * (nb + 1) + 2 * 3 * 64 * 4 + topk
+    assert fb("torch_live", [512] * 3, width, bs, k) == 3 * 512 * 4 + 3 * (nb + 1) + 2 * 3 * 64 * 4 + topk
 
 
 def test_roofline_placement():

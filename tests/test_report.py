@@ -118,7 +118,8 @@ def test_readme_rewrite(record, tmp_path):
     assert cli.main(["report", "--data", str(record), "--out", str(out), "--readme", str(readme)]) == 0
     text = readme.read_text()
     assert "old" not in text and text.endswith("\nafter\n") and "### Results" in text
-    assert "select: median speedup" in text and "Targets met:" in text and str(out.name) in text
+    assert "select: median speedup" in text and str(out.name) in text
+    assert "Targets of the select and full stages" in text and " met; not met: " in text
     assert "Targets: select stage" not in text and "Speedup per context" not in text
     assert "Speedup per context" in out.read_text()  # the whole report beside it
     assert text.count(writer.START) == 1 and text.count(writer.END) == 1
