@@ -476,9 +476,10 @@ if tok[0]:
 # on three value laws: a narrow band far from zero (`shifted_narrow`), a band of values (`band`) and, at
 # 64 x 256K, 1 % NaN. The targets (4x over `torch`, 1.3x the floor) are open.
 #
-# Serving engines use CUDA top-k kernels. Their times below are transcribed from the project's issue 59: FlashInfer's
-# radix top-k measured on an H100 with `torch.topk` in the same process, and two figures the peers published
-# (their card and method). Each speedup is over the `torch.topk` of its own process:
+# Serving engines use CUDA top-k kernels. Their times below are transcribed, not measured by this harness:
+# FlashInfer's radix top-k measured on an H100 with `torch.topk` in the same process, and two figures the peers
+# published (their card and method; the record's metadata says where each comes from). Each speedup is over the
+# `torch.topk` of its own process:
 
 # %%
 peers = records.load_records("longrow/peers_transcribed", gpu="h100")

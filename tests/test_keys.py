@@ -154,3 +154,10 @@ def test_triton_helpers_agree_bit_for_bit(fresh_seed):
     assert torch.equal(hi.cpu().to(torch.int64), keys.ordered_hi(x.cpu()))
     assert torch.equal(idx.cpu(), torch.arange(n) + off)
     assert torch.equal(cand.cpu().bool(), keys.is_candidate(want))
+
+
+def test_kernel_layout_constants_match_the_keys_module():
+    """The kernels keep the key layout's constants themselves (they import nothing above them): the same values."""
+    assert kt.PAD.value == keys.PAD_KEY == -(2**63)
+    assert kt.NEG_HI.value == keys.NEG_INF_HI
+    assert kt.NO_WORD.value < keys.NEG_INF_HI  # below every float's ordered word, -inf's the lowest

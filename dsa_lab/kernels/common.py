@@ -13,11 +13,11 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..keys import NEG_INF_HI, PAD_KEY
-
-PAD = tl.constexpr(PAD_KEY)
+# The key layout's two constants, as in dsa_lab.keys (kept here so that the kernels import nothing of the package
+# above them; tests/test_keys.py holds the two equal).
+PAD = tl.constexpr(-(2**63))  # keys.PAD_KEY: the key of a masked lane
 NO_WORD = tl.constexpr(-2147483648)  # an ordered high word no float has: "no column" in a 32-bit max
-NEG_HI = tl.constexpr(NEG_INF_HI)  # the ordered high word of -inf: candidates lie above it
+NEG_HI = tl.constexpr(-0x7F800001)  # keys.NEG_INF_HI, the ordered high word of -inf: candidates lie above it
 
 PDL_OK = True
 try:  # griddepcontrol (programmatic dependent launch): CUDA sm_90+; the launchers pass it only there
