@@ -9,6 +9,11 @@ by position in their lists, never by name, and each compiled kernel is reduced t
 (:func:`instructions`: SASS for sm_90 where Triton ships ``cuobjdump``, else PTX; AMDGCN for gfx targets) with every
 name normalized: the kernel's symbol, labels (numbered in order of first appearance), line and debug information,
 comments, addresses and encodings.  Equal streams mean the same instructions; the resources follow from them.
+
+A variant whose streams differ is compiled once more from this tree, alone and from a fresh cache, and the two
+compiles of the same code are compared: where they differ too, the compiler's output is not deterministic for that
+variant (seen on gfx950 with the CPU's triton 3.9: a hier variant's register allocation moved between two compiles
+of one tree), and the report says the comparison cannot decide it.
 """
 from __future__ import annotations
 
@@ -225,7 +230,26 @@ def compare_target(target: str, ref_dir: Path, work: Path, opts: dict) -> tuple[
         lines.append(f"  #{i}: REF {ka}")
         lines.append(f"  #{i}: this {kb} ({count} lines differ; the first:)")
         lines += [f"      {d}" for d in diff]
+        again = _recompile(target, b[i], work / "again" / f"{target}_{i:04d}", opts, fmt)
+        if again is not None:
+            first = _stream(b[i], work / "this" / target, fmt)
+            n = first_differences(first, again)[0]
+            lines.append(f"  #{i}: this tree compiled again: " + (
+                "the same stream (the difference is the code's)" if not n else
+                f"{n} lines differ from its own first compile: the compiler's output for this variant is not "
+                f"deterministic, so this comparison cannot decide it"))
     return not differ and not extra, lines
+
+
+def _recompile(target: str, entry: dict, out: Path, opts: dict, fmt: str) -> list[str] | None:
+    """This tree's variant ``entry`` compiled once more, alone, from a fresh cache: its instruction stream (``None``
+    where it could not be compiled alone)."""
+    try:
+        again = dump_tree(ROOT, target, out, {**opts, "only": "^" + re.escape(entry["key"]) + "$", "subset": "all",
+                                             "limit": 0})
+    except SystemExit:
+        return None
+    return _stream(again[0], out, fmt) if len(again) == 1 else None
 
 
 def run_compare(ref: str, targets: list[str], opts: dict) -> int:

@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -260,3 +261,27 @@ def test_compare_head_with_itself_is_identical():
     assert p.returncode == 0, (p.stdout[-3000:], p.stderr[-3000:])
     assert [ln.split(" ")[0] for ln in lines] == sorted(cc.TARGETS), lines
     assert all("2 variants compared, 2 identical, 0 differing" in ln for ln in lines), lines
+
+
+def test_compare_recompiles_a_differing_variant(monkeypatch, tmp_path):
+    """A variant whose streams differ is compiled again from this tree: the report says whether its own two compiles
+    agree (the difference is the code's) or not (the compiler's output is not deterministic)."""
+    from dsa_lab import compile_compare as cmp
+
+    streams = {"ref": ["a", "b"], "this": ["a", "c"], "again": None}
+    entry = {"key": "k[X=1]", "name": "k", "files": {"amdgcn": "0000.amdgcn"}}
+
+    def dump_tree(root, target, out, opts):
+        if Path(out).relative_to(tmp_path).parts[0] == "again":
+            assert opts["only"] == "^" + re.escape(entry["key"]) + "$"
+        return [entry]
+
+    def stream(e, folder, fmt):
+        return streams[Path(folder).relative_to(tmp_path).parts[0]]  # ref / this / again
+
+    monkeypatch.setattr(cmp, "dump_tree", dump_tree)
+    monkeypatch.setattr(cmp, "_stream", stream)
+    for again, says in ((["a", "c"], "the same stream"), (["a", "d"], "not deterministic")):
+        streams["again"] = again
+        same, lines = cmp.compare_target("gfx950", tmp_path / "ref_tree", tmp_path, {"jobs": 1})
+        assert not same and lines[0].endswith("1 differing") and says in lines[-1], lines
