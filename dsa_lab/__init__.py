@@ -9,6 +9,7 @@ Compiled kernels are cached on disk by Triton, under ``~/.cache/dsa_lab/triton``
 from . import _env
 
 _env.use_cache_dir()
+_env.log_compiles()  # only where DSA_LAB_COMPILE_LOG names a file
 
 from .flags import candidate_flags
 from .keys import ordered_bits, pack_keys, unpack_keys

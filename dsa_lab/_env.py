@@ -8,13 +8,18 @@ notebooks.
   at small sizes.  Triton reads the variable when a kernel is *decorated*, so :func:`interpret_without_gpu` must
   run before any ``dsa_lab.kernels`` module is imported; importing ``dsa_lab`` imports none, so calling it right
   after ``import dsa_lab`` works, and it raises if a kernel module was imported first.
+* **Compile log.**  With ``DSA_LAB_COMPILE_LOG`` naming a file, every Triton kernel this process loads is appended
+  to it as a JSON line (:func:`log_compiles`): a cell or a call that waited for the compiler shows there.  Applied
+  when ``dsa_lab`` is imported.
 """
 from __future__ import annotations
 
 import os
 import sys
 
-__all__ = ["cache_dir", "use_cache_dir", "interpret_without_gpu", "interpreter_active"]
+__all__ = ["cache_dir", "use_cache_dir", "interpret_without_gpu", "interpreter_active", "log_compiles"]
+
+COMPILE_LOG = "DSA_LAB_COMPILE_LOG"
 
 
 def cache_dir() -> str:
@@ -43,4 +48,39 @@ def interpret_without_gpu() -> bool:
     if loaded:
         raise RuntimeError(f"set the interpreter before importing a kernel module; already imported: {loaded}")
     os.environ["TRITON_INTERPRET"] = "1"
+    return True
+
+
+def log_compiles(path: str | None = None) -> bool:
+    """Append one JSON line per Triton kernel this process loads to ``path`` (default ``$DSA_LAB_COMPILE_LOG``):
+    ``t`` (epoch seconds), ``pid``, ``kernel``, ``cache_hit`` (loaded from the disk cache: no compile) and
+    ``compile_us`` (Triton's own timing).  Chains a listener already installed.  Returns False where there is no
+    path or this Triton has no compilation listener (``triton.knobs.compilation.listener``)."""
+    path = path or os.environ.get(COMPILE_LOG)
+    if not path:
+        return False
+    try:
+        from triton import knobs
+    except ImportError:
+        return False
+    comp = getattr(knobs, "compilation", None)
+    if comp is None or not hasattr(comp, "listener"):
+        return False
+    before = comp.listener
+    if getattr(before, "_dsa_lab_path", None) == path:
+        return True
+
+    def listener(*, src, metadata, metadata_group, times, cache_hit):
+        import json
+        import time
+
+        line = {"t": time.time(), "pid": os.getpid(), "kernel": metadata.get("name"), "cache_hit": bool(cache_hit),
+                "compile_us": int(getattr(times, "total", 0) or 0)}
+        with open(path, "a") as f:
+            f.write(json.dumps(line) + "\n")
+        if before is not None:
+            before(src=src, metadata=metadata, metadata_group=metadata_group, times=times, cache_hit=cache_hit)
+
+    listener._dsa_lab_path = path
+    comp.listener = listener
     return True

@@ -91,6 +91,25 @@ print("auto arm selects the same sets as the reference:",
 #   come from the records in `data/` (each figure names the GPU and the record file).
 # * Open live with `jupyter lab notebooks/`; a static HTML copy is built by `dsa-lab workbook` into `build/workbook/`.
 
+# %% [markdown]
+# ## Live: the select at real shapes
+#
+# On a GPU this cell runs `topk_select` (`impl="auto"`) at 262144-column rows, 1, 32 and 640 of them, at k = 64 and
+# 2048, each row's length drawn between half and all of the width, and checks it against the exact reference: fresh
+# random rows each run, the output poisoned before the kernel writes it, every slot compared. Without a GPU the same
+# check runs at 1024 columns under the interpreter. Times are CUDA events around eager calls (launch and input checks
+# included: a quick look; the measurements are the records in `data/`).
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+from dsa_lab.workbook import live, tables
+
+checks = live.select_check()
+print(tables.format_table(checks))
+
+# %%
+print(live.select_summary(checks))
+
 # %%
 # NBVAL_IGNORE_OUTPUT
 # Records present in data/ (each figure names the one it uses).

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The GPU lane: what the CPU suite cannot check, on a CUDA GPU, in parts that each fit a 10-minute command.
-#   scripts/gpu_check.sh [PART] [OUTDIR]       PART: warmup | tests | verify | notebooks | all (default all);
+#   scripts/gpu_check.sh [PART] [OUTDIR]       PART: warmup | tests | verify | notebooks | widgets | all (default all);
 #                                              OUTDIR (default build/gpu_check): one log and one result line a part
 # Parts (each after scripts/setup.sh and `dsa-lab warmup --fused --verify`, quick once the Triton cache is warm):
 #   tests      the `gpu`-marked tests (pytest -m gpu): full-size shapes, CUDA graphs, streams, the 2^32 key order
 #   verify     dsa-lab verify --scale gpu --fuzz $FUZZ --streams: the named matrix, a random fuzz, the concurrency check
-#   notebooks  the six notebooks under nbval, their `gpu` cells live
+#   notebooks  the six notebooks under nbval, their live cells on the GPU; OUTDIR/workbook_live.json says per notebook
+#              what ran (cells, wall time, failures, every kernel a cell waited to compile)
+#   widgets    the notebooks' timing widgets' callbacks at every slider setting (OUTDIR/live_widgets.json)
 # Each part is time-boxed (PART_S seconds, default 540); the summary lists every part with a result in OUTDIR, so
 # parts run in separate commands add up to one summary.  Exit status 1 when a part failed (a skipped test is a
 # failure here: the lane exists to run them).  Without a CUDA GPU it stops (scripts/test.sh is the CPU lane).
@@ -16,8 +18,8 @@ out=${2:-build/gpu_check}
 PART_S=${PART_S:-540}
 FUZZ=${FUZZ:-3000}
 case "$part" in
-  warmup|tests|verify|notebooks|all) ;;
-  *) echo "usage: $0 [warmup|tests|verify|notebooks|all] [OUTDIR]" >&2; exit 2 ;;
+  warmup|tests|verify|notebooks|widgets|all) ;;
+  *) echo "usage: $0 [warmup|tests|verify|notebooks|widgets|all] [OUTDIR]" >&2; exit 2 ;;
 esac
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -56,6 +58,7 @@ run() {
 summarize() {
   case "$1" in
     warmup) grep -Eo '^[0-9]+ variants in [0-9.]+ s' "$2" | tail -n 1 ;;
+    widgets) grep -E '^[a-z_]+_points: ' "$2" | paste -sd ';' - ;;
     verify) grep -E 'matrix cases x' "$2" | tail -n 1
             grep -E '^fuzz [a-z_]+:' "$2" | sed 's/ ([0-9.]* s)//' | tr '\n' ';' | sed 's/;$//'
             awk -F'|' '$2 ~ /^ [a-z]/ && $2 !~ /^ case / {n++; if ($6 + 0) bad++}
@@ -78,14 +81,19 @@ if [ "$part" = verify ] || [ "$part" = all ]; then
     --record "$out/verify_records" || fail=1
 fi
 if [ "$part" = notebooks ] || [ "$part" = all ]; then
+  export DSA_LAB_WORKBOOK_RECORD="$out/workbook_live.json"
   run notebooks $PY -m pytest -q -rs -p no:cacheprovider --nbval --nbval-current-env \
     --nbval-sanitize-with notebooks/nbval_sanitize.cfg notebooks/ || fail=1
+  unset DSA_LAB_WORKBOOK_RECORD
+fi
+if [ "$part" = widgets ] || [ "$part" = all ]; then
+  run widgets $PY -m dsa_lab.workbook.live "$out/live_widgets.json" || fail=1
 fi
 
 {
   commit=$(git rev-parse --short HEAD 2>/dev/null || echo "${DSA_LAB_COMMIT:-?}")
   echo "GPU lane on $(cat "$out/device.txt") ($(date -u +%F), commit $commit)"
-  for n in warmup tests verify notebooks; do
+  for n in warmup tests verify notebooks widgets; do
     [ -f "$out/$n.result" ] || continue
     IFS='|' read -r name status counts mins < "$out/$n.result"
     printf '  %-9s %-4s  %5s min  %s\n' "$name" "$status" "$mins" "$counts"

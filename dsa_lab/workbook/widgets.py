@@ -1,6 +1,7 @@
 """The notebooks' widgets: ``ipywidgets.interactive`` factories whose callbacks are thin wrappers of package
 functions (:func:`extent_point`, :func:`dsa_lab.workbook.tables.key_fields`), so the logic is tested without a
-browser; ``ui.result`` holds the callback's last return value.
+browser; ``ui.result`` holds the callback's last return value, and the timing widgets' callbacks keep their last
+point in ``ui.f.last`` (:func:`dsa_lab.workbook.live.widget_sweep` reads it).
 
 A live widget runs the kernels on a GPU; without one it runs a tiny interpreter check and shows recorded times.
 """
@@ -182,7 +183,7 @@ def extent_widget(records=None):
     def show(context, rows, k):
         if backend_info()["mode"] == "gpu" and (note := first_use_notice(("select", rows, k))):
             print(note, flush=True)
-        p = extent_point(context, rows, k, records=records)
+        p = show.last = extent_point(context, rows, k, records=records)
         return point_figure(p, f"context {context} ({100 * p['skipped']:.1f}% of the workspace skipped), "
                                f"rows {rows}, k {k}")
 
@@ -210,7 +211,7 @@ def rows_widget(records=None):
     def show(rows, context):
         if backend_info()["mode"] == "gpu" and (note := first_use_notice(("select", rows, 64))):
             print(note, flush=True)
-        p = rows_point(rows, context, 64, records=records)
+        p = show.last = rows_point(rows, context, 64, records=records)
         return point_figure(p, f"rows {rows}, context {context}, k 64")
 
     return w.interactive(
