@@ -53,9 +53,10 @@ def interpret_without_gpu() -> bool:
 
 def log_compiles(path: str | None = None) -> bool:
     """Append one JSON line per Triton kernel this process loads to ``path`` (default ``$DSA_LAB_COMPILE_LOG``):
-    ``t`` (epoch seconds), ``pid``, ``kernel``, ``cache_hit`` (loaded from the disk cache: no compile) and
-    ``compile_us`` (Triton's own timing).  Chains a listener already installed.  Returns False where there is no
-    path or this Triton has no compilation listener (``triton.knobs.compilation.listener``)."""
+    ``t`` (epoch seconds), ``pid``, ``kernel``, ``cache_hit`` (loaded from the disk cache: no compile),
+    ``compile_us`` (Triton's own timing) and ``variant`` (argument types and constexprs: what chose the variant).
+    Chains a listener already installed.  Returns False where there is no path or this Triton has no compilation
+    listener (``triton.knobs.compilation.listener``)."""
     path = path or os.environ.get(COMPILE_LOG)
     if not path:
         return False
@@ -75,7 +76,7 @@ def log_compiles(path: str | None = None) -> bool:
         import time
 
         line = {"t": time.time(), "pid": os.getpid(), "kernel": metadata.get("name"), "cache_hit": bool(cache_hit),
-                "compile_us": int(getattr(times, "total", 0) or 0)}
+                "compile_us": int(getattr(times, "total", 0) or 0), "variant": _variant(src)}
         with open(path, "a") as f:
             f.write(json.dumps(line) + "\n")
         if before is not None:
@@ -84,3 +85,16 @@ def log_compiles(path: str | None = None) -> bool:
     listener._dsa_lab_path = path
     comp.listener = listener
     return True
+
+
+def _variant(src) -> str:
+    """A kernel source's argument types and constexpr values, e.g. ``*fp32,*i64,i32 | KP=64 BS=8``."""
+    try:
+        sig = getattr(src, "signature", None) or {}
+        names = list(sig)
+        consts = {names[k[0]] if isinstance(k, tuple) and k and k[0] < len(names) else k: v
+                  for k, v in (getattr(src, "constants", None) or {}).items()}
+        types = ",".join(str(t) for n, t in sig.items() if t != "constexpr" and n not in consts)
+        return types + " | " + " ".join(f"{k}={v}" for k, v in consts.items())
+    except Exception:  # a Triton whose sources look otherwise: the log keeps the rest
+        return ""

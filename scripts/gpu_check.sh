@@ -91,7 +91,7 @@ if [ "$part" = widgets ] || [ "$part" = all ]; then
 fi
 
 {
-  commit=$(git rev-parse --short HEAD 2>/dev/null || echo "${DSA_LAB_COMMIT:-?}")
+  commit=${DSA_LAB_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo "?")}
   echo "GPU lane on $(cat "$out/device.txt") ($(date -u +%F), commit $commit)"
   for n in warmup tests verify notebooks widgets; do
     [ -f "$out/$n.result" ] || continue

@@ -67,7 +67,7 @@ def test_recorder_charges_failures_and_compiles_to_their_cells():
     assert (a["cells"], a["passed"], a["failed"], a["wall_s"]) == (2, 1, 1, 5.0)
     assert a["failures"] == [{"cell": "Cell 1", "message": "ValueError: bad k"}]
     assert a["cache_loads"] == 1 and a["compiles"] == [{"cell": "Cell 1", "kernel": "_radix_kernel",
-                                                         "compile_s": 2.5}]
+                                                         "compile_s": 2.5, "variant": None}]
     assert s["notebooks/b.ipynb"]["skipped"] == 1
     assert s["(between cells)"]["compiles"][0]["kernel"] == "_late"
 
@@ -92,7 +92,8 @@ def test_compile_log_records_a_compile_then_a_cache_load(tmp_path):
     env = {"DSA_LAB_COMPILE_LOG": str(log), "TRITON_CACHE_DIR": str(tmp_path / "cache"), "TRITON_INTERPRET": "0"}
     subprocess.run([sys.executable, str(src)], check=True, env={**os.environ, **env}, cwd=tmp_path)
     lines = [json.loads(x) for x in log.read_text().splitlines()]
-    assert [(x["kernel"], x["cache_hit"]) for x in lines] == [("tiny", False), ("tiny", True)]
+    assert [(x["kernel"], x["cache_hit"], x["variant"]) for x in lines] == [("tiny", False, "*fp32 | N=16"),
+                                                                            ("tiny", True, "*fp32 | N=16")]
     assert lines[0]["compile_us"] > lines[1]["compile_us"] >= 0
 
 

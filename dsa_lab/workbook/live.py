@@ -200,7 +200,8 @@ class NotebookRecorder:
                 nb["cache_loads"] += 1
             else:
                 nb["compiles"].append({"cell": c["cell"] if c else None, "kernel": e.get("kernel"),
-                                       "compile_s": round(e.get("compile_us", 0) / 1e6, 2)})
+                                       "compile_s": round(e.get("compile_us", 0) / 1e6, 2),
+                                       "variant": e.get("variant")})
         return out
 
 
