@@ -125,7 +125,7 @@ figures.key_bits_figure("nan", 5)
 
 # %%
 row = torch.tensor([[0.0, -0.0, float("nan"), 2.0, float("inf"), 2.0, -float("inf"), float("nan"), 0.0, float("nan")]])
-lengths = torch.tensor([9])
+lengths = torch.tensor([9], dtype=torch.int32)  # int32 bounds: the variants `dsa-lab warmup` compiles
 ref = dsa_lab.topk_select(row, 4, lengths=lengths, impl="reference")
 print("reference top-4 (rank order):", ref.tolist())
 dev = backend.backend_info()["device"]

@@ -297,3 +297,22 @@ def test_report_adds_the_large_k_targets_where_the_record_has_them(record):
     assert "| k = 2048, select: median speedup over torch ≥ 3x at every context | lowest 4.00x (4K) | **met** |" in md
     assert "| k = 2048, full: every point faster than torch and torch_live | — | — |" in md
     assert "against 3x over `torch`" not in md
+
+
+def test_gpu_lane_text_reads_the_lane_summaries(tmp_path):
+    from dsa_lab.bench.report.writer import gpu_lane_text
+
+    d = tmp_path / "h100" / "gpu_lane"
+    d.mkdir(parents=True)
+    (d / "summary_abc1234.txt").write_text(
+        "GPU lane on NVIDIA H100 80GB HBM3 torch 2.11 (2026-12-06, commit 0000000)\n"
+        "  warmup    pass    0.2 min  123 variants in 1.6 s\n"
+        "  tests     pass    1.0 min  165 passed, 883 deselected\n"
+        "  verify    FAIL    0.4 min  54 matrix cases x 3 arms: 1 strict failures\n"
+        "logs: /x/\n")
+    (d / "call_abc1234_output.txt").write_text("# header\n123 variants in 159.3 s\n123 variants in 1.6 s\n")
+    text = gpu_lane_text(tmp_path)
+    assert "123 variants in 2.7 min" in text
+    assert "at abc1234: tests 1.0 min (165 passed, 883 deselected)" in text
+    assert "verify" not in text and "warmup    " not in text  # a failed part and the warm rerun are not run times
+    assert gpu_lane_text(tmp_path / "none") == "not measured yet\n"

@@ -164,3 +164,15 @@ def test_export_static_figures(tmp_path):
     assert names == ["extent_skipping.png", "key_layout.png"]  # the record-based ones are skipped: no records
     for p in written:
         assert Path(p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_built_pages_load_nothing_from_a_cdn():
+    from dsa_lab.workbook.build import offline_html
+
+    page = ('<head><script src="https://cdnjs.cloudflare.com/ajax/libs/require.js/2.1.10/require.min.js"></script>'
+            '<script src="https://cdnjs.cloudflare.com/x/latest.js?config=TeX"> </script><script>var a = 1;</script>'
+            '</head><div><script src="https://cdnjs.cloudflare.com/ajax/libs/mathjax/3.2.2/es5/tex-svg.min.js">'
+            '</script><script type="text/javascript">window.PLOTLYENV={};</script></div>')
+    out = offline_html(page)
+    assert "https://" not in out
+    assert "<script>var a = 1;</script>" in out and "window.PLOTLYENV" in out

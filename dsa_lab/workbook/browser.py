@@ -19,6 +19,11 @@ What it does, offline (nothing is downloaded; no CDN may be reached):
    output, a widget that failed to render, or an off-host request.
 
 Look at the PNGs: the script checks the DOM, a person checks the picture.
+
+``--html DIR`` checks a built HTML workbook instead (``dsa-lab workbook``'s pages, e.g. built on a GPU): each
+``DIR/<name>.html`` opened from disk, its plots, error outputs and off-host requests counted as above, and one
+screenshot per anchor of :data:`HTML_ANCHORS` (the section whose heading or paragraph starts with that text),
+into ``<out>/<name>_html_<i>.png`` and ``<out>/report_html.json``.
 """
 from __future__ import annotations
 
@@ -45,6 +50,60 @@ LOCAL = ("http://127.0.0.1", "ws://127.0.0.1", "data:", "blob:", "about:")  # re
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio", "--remote-allow-origins=*"]
+
+
+# The sections of the built pages worth a picture: the live cells and the recorded figures beside them.
+HTML_ANCHORS = {
+    "00_tour": ("Live: the select at real shapes", "The pipeline in one picture"),
+    "01_key_packing": (),
+    "02_ordering_proof": ("2 · All 2^32 patterns",),
+    "03_extent_skipping": ("Measured: time vs context",),
+    "04_span_capacity_roofline": ("Token-level top-k on long rows",),
+    "05_causal_bounds": ("Live, at a real context",),
+}
+
+HTML_STATE_JS = r"""
+(() => {
+  const q = (s) => document.querySelectorAll(s);
+  return {
+    plots: q('.js-plotly-plot').length,
+    plotSvgs: q('.js-plotly-plot .main-svg').length,
+    plotsWithData: Array.from(q('.js-plotly-plot')).filter(p => p.querySelector(
+      '.plot .trace, .barlayer .point, .heatmaplayer image, .scatterlayer .trace, .shapelayer path, .annotation')).length,
+    tracebacks: Array.from(q('.jp-OutputArea-output')).filter(e => /Traceback/.test(e.textContent)).length,
+    stderr: q('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').length,
+  };
+})()
+"""
+
+
+def check_html(cdp: "CDP", page: Path, name: str, out: Path) -> dict:
+    """Open one built page from disk, wait for its plots, count what rendered, screenshot its anchors."""
+    start = len(cdp.events)
+    cdp.call("Page.navigate", url=page.resolve().as_uri())
+    cdp.wait_for("document.readyState === 'complete'", 120)
+    cdp.wait_for("document.querySelectorAll('.js-plotly-plot .main-svg').length >= "
+                 "document.querySelectorAll('.js-plotly-plot').length", 120)
+    time.sleep(1.0)
+    r = {"notebook": name, "page": page.name, **cdp.eval(HTML_STATE_JS)}
+    shots = []
+    for i, text in enumerate(HTML_ANCHORS.get(name, ())):
+        found = cdp.eval("(() => { const t = %s; const el = Array.from(document.querySelectorAll("
+                         "'h1, h2, h3, h4, p')).find(e => e.textContent.trim().startsWith(t)); "
+                         "if (!el) return false; el.scrollIntoView({block: 'start'}); return true; })()"
+                         % json.dumps(text))
+        if not found:
+            r.setdefault("anchors_missing", []).append(text)
+            continue
+        time.sleep(0.5)
+        path = out / f"{name}_html_{i}.png"
+        cdp.screenshot(path)
+        shots.append(path.name)
+    r["screenshots"] = shots
+    r["offhost_requests"] = sorted({e["params"]["request"]["url"][:120] for e in cdp.events[start:]
+                                    if e.get("method") == "Network.requestWillBeSent"
+                                    and not e["params"]["request"]["url"].startswith(("file:",) + LOCAL)})
+    return r
 
 
 def free_port() -> int:
@@ -263,12 +322,15 @@ def main(argv=None) -> int:
     ap.add_argument("--height", type=int, default=1000)
     ap.add_argument("--run-timeout", type=float, default=600)
     ap.add_argument("--max-pages", type=int, default=14)
+    ap.add_argument("--html", metavar="DIR", help="check the built pages DIR/<name>.html instead of JupyterLab")
     ap.add_argument("--browser",
                     default=os.environ.get("BROWSER_PATH") or shutil.which("chromium") or "/usr/bin/chromium")
     a = ap.parse_args(argv)
     names = [Path(n).stem for n in a.notebooks]
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
+    if a.html:
+        return main_html(Path(a.html), names, out, a)
     for old in out.glob("*.png"):
         old.unlink()
 
@@ -371,6 +433,56 @@ def main(argv=None) -> int:
                     os.killpg(p.pid, signal.SIGKILL)
                 except Exception:
                     pass
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main_html(pages: Path, names: list[str], out: Path, a) -> int:
+    """``--html``: the built pages in headless Chromium (no JupyterLab, no kernel)."""
+    tmp = Path(tempfile.mkdtemp(prefix="dsa_lab_browser_"))
+    proc = None
+    try:
+        dport = free_port()
+        proc = subprocess.Popen(
+            [a.browser, *CHROMIUM_FLAGS, "--allow-file-access-from-files", f"--user-data-dir={tmp / 'profile'}",
+             f"--remote-debugging-port={dport}", f"--window-size={a.width},{a.height}", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=open(out / "chromium.log", "w"), start_new_session=True)
+        wait_http(f"http://127.0.0.1:{dport}/json/version", 60)
+        with urllib.request.urlopen(f"http://127.0.0.1:{dport}/json") as r:
+            page = next(t for t in json.load(r) if t.get("type") == "page")
+        cdp = CDP(page["webSocketDebuggerUrl"])
+        for dom in ("Page", "Runtime", "Network"):
+            cdp.call(f"{dom}.enable")
+        cdp.call("Emulation.setDeviceMetricsOverride", width=a.width, height=a.height, deviceScaleFactor=1,
+                 mobile=False)
+        report, ok = [], True
+        for n in names:
+            r = check_html(cdp, pages / f"{n}.html", n, out)
+            problems = []
+            if n not in NO_PLOTS and not r["plotsWithData"]:
+                problems.append("no rendered plotly plot")
+            if r["plotSvgs"] < r["plots"]:
+                problems.append(f"{r['plots'] - r['plotSvgs']} plot(s) without SVG")
+            if r["tracebacks"] or r["stderr"]:
+                problems.append(f"{r['tracebacks']} traceback(s), {r['stderr']} stderr output(s)")
+            if r.get("anchors_missing"):
+                problems.append(f"sections not found: {r['anchors_missing']}")
+            if r["offhost_requests"]:
+                problems.append(f"off-host requests: {r['offhost_requests']}")
+            r["problems"] = problems
+            ok &= not problems
+            report.append(r)
+            print(f"{n}: {'OK' if not problems else 'PROBLEMS ' + '; '.join(problems)} (plots "
+                  f"{r['plotsWithData']}/{r['plots']}, {len(r['screenshots'])} screenshots)", flush=True)
+        (out / "report_html.json").write_text(json.dumps(report, indent=2) + "\n")
+        print(f"screenshots and report_html.json in {out}")
+        return 0 if ok else 1
+    finally:
+        if proc is not None:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=15)
+            except Exception:
+                pass
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -230,6 +230,16 @@ def execute_inplace(names, timeout: int = 300, nb_dir: Path = NB_DIR) -> None:
         print(f"executed {shown} in {time.perf_counter() - t0:.1f} s")
 
 
+# Script tags that fetch from a CDN: nbconvert's lab template (require.js, MathJax 2) and plotly's figure HTML
+# (MathJax 3).  The workbook typesets no LaTeX and its pages need neither, so an offline page makes no request.
+_CDN_SCRIPT = re.compile(r'<script[^>]*\bsrc="https?://[^"]*"[^>]*>\s*</script>')
+
+
+def offline_html(html: str) -> str:
+    """A built page without its CDN script tags (:data:`_CDN_SCRIPT`): opened offline, it requests nothing."""
+    return _CDN_SCRIPT.sub("", html)
+
+
 def build_html(names, out: Path, timeout: int = 300) -> list[Path]:
     """Execute a copy of each notebook and write ``<out>/<name>.html`` (plotly.js inlined, widgets as a note)."""
     import nbformat
@@ -247,7 +257,7 @@ def build_html(names, out: Path, timeout: int = 300) -> list[Path]:
         static_widgets(nb)
         html, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
         path = out / f"{name}.html"
-        path.write_text(html)
+        path.write_text(offline_html(html))
         written.append(path)
         print(f"wrote {path} ({time.perf_counter() - t0:.1f} s)")
     return written

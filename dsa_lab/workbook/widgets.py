@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import textwrap
 import time
 
 import torch
@@ -158,7 +159,7 @@ def point_figure(p: dict, title: str):
     arms = [a for a in ("torch", "torch_live", "triton") if a in p["us"]]
     fig = go.Figure(go.Bar(x=arms, y=[p["us"][a] for a in arms], marker_color=[ARM_COLORS[a] for a in arms],
                            text=[f"{p['us'][a]:.1f} µs" for a in arms], textposition="outside"))
-    sub = p["source"] or "no timing available"
+    sub = "<br>".join(textwrap.wrap(p["source"] or "no timing available", 120))  # a figure is ~1000 px wide
     if compile_note(p.get("first_call_s")):
         sub += "<br>" + compile_note(p.get("first_call_s"))
     if "tiny" in p:
@@ -167,7 +168,7 @@ def point_figure(p: dict, title: str):
                 f"{t['agree']}")
     mode = {"gpu": "GPU live", "interpreter": "no GPU: Triton interpreter, tiny shapes",
             "torch-cpu": "no GPU: torch on CPU, tiny shapes"}.get(p["mode"], p["mode"])
-    titled(fig, f"{title} · {mode}<br><sub>{sub}</sub>", yaxis_title="µs", height=400)
+    titled(fig, f"{title} · {mode}<br><sub>{sub}</sub>", yaxis_title="µs", height=400 + 16 * sub.count("<br>"))
     if not arms:
         fig.add_annotation(text="no timing here: no GPU, and no recorded point (data/h200/select_sweep.csv absent)",
                            showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",

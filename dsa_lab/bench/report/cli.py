@@ -5,7 +5,7 @@ import argparse
 from pathlib import Path
 
 from .markdown import rel
-from .writer import build, default_data_dir, rewrite_readme
+from .writer import LANE_END, LANE_START, build, default_data_dir, gpu_lane_text, rewrite_readme
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -31,6 +31,8 @@ def run(args) -> int:
         rewrite_readme(Path(args.readme), build(data_dir, itl_ms=args.itl_ms, layers=args.layers, level=3,
                                                 headline=True, full_path=rel(out)))
         print(f"rewrote the results section of {args.readme}")
+        if LANE_START in Path(args.readme).read_text():
+            rewrite_readme(Path(args.readme), gpu_lane_text(data_dir.parent), LANE_START, LANE_END)
     if args.print_:
         print(md)
     return 0

@@ -1,6 +1,7 @@
 """The report as markdown (:func:`build`) and the README's results section (:func:`rewrite_readme`)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from .. import data as _data
@@ -139,11 +140,37 @@ def build(data_dir: Path, *, itl_ms: float = 14.6, layers: int = 1, level: int =
     return "\n".join(parts).rstrip() + "\n"
 
 
-def rewrite_readme(readme: Path, body: str) -> None:
-    """Replace the text between the README's ``START`` and ``END`` markers with ``body``; SystemExit without them."""
+def rewrite_readme(readme: Path, body: str, start: str = START, end: str = END) -> None:
+    """Replace the text between the README's ``start`` and ``end`` markers with ``body``; SystemExit without them."""
     text = readme.read_text()
-    if START not in text or END not in text:
-        raise SystemExit(f"{readme} has no {START} … {END} markers")
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    readme.write_text(f"{head}{START}\n{body}{END}{tail}")
+    if start not in text or end not in text:
+        raise SystemExit(f"{readme} has no {start} … {end} markers")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    readme.write_text(f"{head}{start}\n{body}{end}{tail}")
+
+
+LANE_START, LANE_END = "<!-- gpu-lane:start -->", "<!-- gpu-lane:end -->"
+
+
+def gpu_lane_text(data_root: Path) -> str:
+    """The GPU lane's recorded runs, one bullet per ``<card>/gpu_lane/summary_*.txt`` (``scripts/gpu_check.sh``'s
+    summary: each part's result, minutes and counts) and, from ``call_*_output.txt``, a fresh machine's first warmup
+    (a warmup found in the cache takes seconds)."""
+    out = []
+    for d in sorted(Path(data_root).glob("*/gpu_lane")):
+        for f in sorted(d.glob("call_*_output.txt")):
+            m = re.search(r"^(\d+) variants in ([\d.]+) s$", f.read_text(), re.M)
+            if m:
+                out.append(f"* first warmup on a fresh machine: {m[1]} variants in {float(m[2]) / 60:.1f} min "
+                           f"(`{rel(f)}`)")
+        for f in sorted(d.glob("summary_*.txt")):
+            lines = [x for x in f.read_text().splitlines() if x.strip() and not x.startswith("logs:")]
+            head = re.match(r"GPU lane on (.*) \((\S+), commit \S+\)", lines[0] if lines else "")
+            parts = [x.split(None, 4) for x in lines[1:]]
+            parts = [f"{p[0]} {p[2]} min ({p[4].split(';')[0].strip()})" for p in parts
+                     if len(p) == 5 and p[0] != "warmup" and p[1] == "pass"]
+            if head and parts:  # the file's name carries the commit of the tree that ran (summary_<commit>.txt)
+                out.append(f"* {head[1]}, {head[2]}, at {f.stem.split('_', 1)[1]}: " + ", ".join(parts)
+                           + f" (`{rel(f)}`)")
+    return "\n".join(out) + "\n" if out else "not measured yet\n"
