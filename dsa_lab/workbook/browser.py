@@ -69,7 +69,8 @@ HTML_STATE_JS = r"""
     plots: q('.js-plotly-plot').length,
     plotSvgs: q('.js-plotly-plot .main-svg').length,
     plotsWithData: Array.from(q('.js-plotly-plot')).filter(p => p.querySelector(
-      '.plot .trace, .barlayer .point, .heatmaplayer image, .scatterlayer .trace, .shapelayer path, .annotation')).length,
+      '.plot .trace, .barlayer .point, .heatmaplayer image, .scatterlayer .trace, .shapelayer path, '
+      + '.annotation')).length,
     tracebacks: Array.from(q('.jp-OutputArea-output')).filter(e => /Traceback/.test(e.textContent)).length,
     stderr: q('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').length,
   };
