@@ -22,13 +22,13 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import statistics
 import sys
 import time
 
 import torch
 
 from .backend import backend_info
+from .widgets import live_time_us
 
 LIVE_SELECT = {"rows": (1, 32, 640), "width": 262144, "k": (64, 2048)}
 TINY_SELECT = {"rows": (1, 3), "width": 1024, "k": (16, 100)}  # interpreter sizes: a few programs, <= 1-2K columns
@@ -36,20 +36,6 @@ LIVE_PRODUCER = {"context_lens": (131072, 98304), "max_model_len": 131072, "num_
                  "block_size": 8, "topk_blocks": 64}  # V3.2's heads and cache pages; the select's candidate blocks
 KEY_VALUES = (("-0.0", 5), ("nan", 0), ("0x7FC00001", 7), ("inf", 3), ("1e-45", 2))
 POISON_ID = -7  # not an id any select writes (ids are >= -1)
-
-
-def _median_us(fn, iters: int = 20) -> float:
-    fn()
-    torch.cuda.synchronize()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    ts = []
-    for _ in range(iters):
-        s.record()
-        fn()
-        e.record()
-        torch.cuda.synchronize()
-        ts.append(s.elapsed_time(e) * 1e3)
-    return statistics.median(ts)
 
 
 def select_check(mode: str | None = None, *, seed: int | None = None) -> list[dict]:
@@ -84,8 +70,8 @@ def select_check(mode: str | None = None, *, seed: int | None = None) -> list[di
         row = {"rows": rows, "width": n, "k": k, "impl": impl, "agrees": bool(torch.equal(srt(got), srt(ref))),
                "first_call_s": round(first, 4)}
         if gpu:
-            row["auto_us"] = round(_median_us(lambda: topk_select(x, k, lengths=lengths, impl=impl)), 1)
-            row["torch_us"] = round(_median_us(lambda: topk_select(x, k, lengths=lengths, impl="torch")), 1)
+            row["auto_us"] = round(live_time_us(lambda: topk_select(x, k, lengths=lengths, impl=impl)), 1)
+            row["torch_us"] = round(live_time_us(lambda: topk_select(x, k, lengths=lengths, impl="torch")), 1)
         out.append(row)
     return out
 

@@ -75,7 +75,8 @@ def compile_note(first_call_s: float | None) -> str:
             "(`dsa-lab warmup` compiles every variant ahead)")
 
 
-def _live_time_us(fn, iters=20) -> float:
+def live_time_us(fn, iters: int = 20) -> float:
+    """Median of ``iters`` CUDA-event times (µs) of ``fn()`` after one untimed call: what a live cell shows."""
     fn()
     torch.cuda.synchronize()
     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -119,8 +120,8 @@ def extent_point(context: int, rows: int, k: int, *, records=None, mode: str | N
         torch.cuda.synchronize()
         out["first_call_s"] = time.perf_counter() - t0
         for arm in ("torch", "triton"):
-            out["us"][arm] = _live_time_us(lambda: topk_select(x, k, lengths=lengths, impl=arm))
-        out["us"]["torch_live"] = _live_time_us(lambda: torch.topk(x[:, :live], min(k, live), dim=1))
+            out["us"][arm] = live_time_us(lambda: topk_select(x, k, lengths=lengths, impl=arm))
+        out["us"]["torch_live"] = live_time_us(lambda: torch.topk(x[:, :live], min(k, live), dim=1))
         out["source"] = (f"live on {torch.cuda.get_device_name(0)} (CUDA events around eager calls, median of 20: "
                          "includes launch overhead and the API's input checks; the CUDA-graph sweep is the "
                          "measurement)")
