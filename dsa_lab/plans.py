@@ -68,9 +68,10 @@ BISECT_MID_CAP = 2048
 BISECT_THREADS = 512
 DECODE_BLOCKS = 32768  # the padded decode workspace in blocks (262144 / 8): stage B's tile is sized for it
 LONGROW_MAX_KP = 2048  # the long-row select serves k buckets 512 and 2048 on rows wider than the bisect's tile
-LONGROW_TILE = 4096  # columns a step of a long-row program
+LONGROW_TILE = 2048  # columns a step of a long-row program
 LONGROW_PROGRAMS = 16  # long-row programs per SM in all, at most (one tile each at least)
-LONGROW_MIN_COLUMNS = 1 << 21  # the long-row select from this many columns in all (rows x width); the radix below
+LONGROW_NB = 2048  # buckets of the long-row finish's histogram (of the candidates' distance above the threshold)
+LONGROW_MIN_COLUMNS = 1 << 18  # the long-row select from this many columns in all (rows x width); the radix below
 SCORES_MULT = 32  # scores launch: about 32 x SM programs in all
 SCORES_LANES = 4096  # logits per scores tile, whatever the width
 MASK_TILE, MASK_PROGRAMS = 2048, 16
@@ -219,34 +220,40 @@ class Bisect:
 
 @dataclasses.dataclass(frozen=True)
 class Longrow:
-    """The long-row select: ``P`` programs per row stream it in tiles of ``TILE`` columns; per-row candidate
-    buffers of ``CAP`` keys above the threshold and ``CAP_EQ`` equal to it (one compiled kernel per k bucket: 512
-    or 2048); the threshold from a sample of ``NCH`` runs of ``CH`` columns.  The sizes are constexprs, small in the
-    CPU tests (every branch at interpreter sizes)."""
+    """The long-row select: ``P`` programs per row stream it in tiles of ``TILE`` columns (``num_warps``); per-row
+    candidate buffers of ``CAP`` words above the threshold and ``CAP_EQ`` columns equal to it, which the finish
+    (``fin_warps``) holds in register tiles of ``FT`` / ``FT_EQ``, and a histogram of ``NB`` buckets of the
+    candidates; the threshold from a sample of ``NCH`` runs of ``CH`` columns.  The tiles are constexprs (small in
+    the CPU tests: every branch at interpreter sizes); the buffer sizes are not (one compiled kernel for both k
+    buckets)."""
 
     P: int
     CAP: int
     CAP_EQ: int
     block_size: int = 1
     TILE: int = LONGROW_TILE
-    SUB: int = 2048  # keys a step of the finish
+    FT: int = 4 * LONGROW_MAX_KP
+    FT_EQ: int = 2 * LONGROW_MAX_KP
     STILE: int = 2048  # columns a step of a row scan (a wide tie, the exact fallback)
     NCH: int = 1024  # runs of CH columns: short runs keep a sorted row's sample spread over its ranks
     CH: int = 8
     num_warps: int = 8
+    fin_warps: int = 16
+    NB: int = LONGROW_NB
     algo = "longrow"
 
 
 def longrow(rows: int, n: int, k: int, facts: dict, *, block_size: int = 1, programs: int | None = None) -> Longrow:
     """The long-row select of ``k <= LONGROW_MAX_KP``: programs per row to fill the device (at most
-    :data:`LONGROW_PROGRAMS` per SM in all, at least a tile each; ``programs``: forced); room for twice the keys the
-    threshold aims at above it (``3k`` of the k bucket: 6 x the bucket above ``T``, 2 x equal to it; a sample of
-    8192 words puts the count within a few percent of its aim)."""
+    :data:`LONGROW_PROGRAMS` per SM in all, at least a tile each; ``programs``: forced); room for twice the words
+    the threshold aims at above it (``2k`` of the k bucket: 4 x the bucket above ``T``, 2 x equal to it; a sample of
+    8192 words puts the count within a few percent of its aim at 262144 columns, 5.7 standard deviations above k)."""
     if k > LONGROW_MAX_KP:
         raise ValueError(f"the long-row select takes k of at most {LONGROW_MAX_KP}, got {k}")
     P = programs or max(1, min(-(-n // LONGROW_TILE), -(-LONGROW_PROGRAMS * int(facts["sm_count"]) // max(rows, 1))))
     kb = 512 if k <= 512 else LONGROW_MAX_KP
-    return Longrow(P=int(P), CAP=6 * kb, CAP_EQ=2 * kb, block_size=int(block_size))
+    fin = 16 if int(facts.get("warp_size", 32)) == 32 else 8  # 512 lanes either way (1024 spill on AMD targets)
+    return Longrow(P=int(P), CAP=4 * kb, CAP_EQ=2 * kb, block_size=int(block_size), fin_warps=fin)
 
 
 def _group(KP: int) -> int:

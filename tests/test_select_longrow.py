@@ -19,7 +19,7 @@ from dsa_lab.bench.shapes import fill
 from dsa_lab.launch import select as launch
 from dsa_lab.select import topk_select_reference
 
-SMALL = dict(CAP=96, CAP_EQ=32, TILE=64, SUB=32, STILE=64, NCH=16, CH=4, num_warps=4)
+SMALL = dict(CAP=96, CAP_EQ=32, FT=128, FT_EQ=32, TILE=64, STILE=64, NCH=16, CH=4, num_warps=4, fin_warps=4, NB=64)
 
 
 def small(P=3, **kw):
@@ -60,13 +60,13 @@ def _branch(x, lens, k, plan):
     from dsa_lab.launch import run
 
     rows, n = x.shape
-    thr = torch.empty(rows, dtype=torch.int32)
+    thr = torch.empty(2 * rows, dtype=torch.int32)
     run(kernel._longrow_sample_kernel, (rows,), x, x.stride(0), lens, lens, thr, n, n, k, 1, 1, 0,
-        BLOCK_SCORES=False, NCH=plan.NCH, CH=plan.CH, PDL=False, num_warps=plan.num_warps)
+        BLOCK_SCORES=False, NCH=plan.NCH, CH=plan.CH, NB=plan.NB, PDL=False, num_warps=plan.num_warps)
     h = torch.where(torch.arange(n)[None, :] < lens[:, None].long(), ordered_hi(x), NEG_INF_HI)
     out = []
     for r in range(rows):
-        t = int(thr[r])
+        t = int(thr[2 * r])
         gt, eq = int((h[r] > t).sum()), int((h[r] == t).sum()) if t > NEG_INF_HI else 0
         if gt > plan.CAP or (t > NEG_INF_HI and gt + eq < k):
             out.append("fallback")
@@ -111,6 +111,59 @@ def test_longrow_branches(fresh_seed):
                                                "fallback", "fewer than k"}, _branch(x, lens, k, plan)
 
 
+def _finish_of_top(x, lens, k, plan):
+    """For the rows whose finish takes the top k of the words above the threshold: how the histogram's bucket of
+    the k-th word is used (all its words, a part found by counting, or a part with ties cut by column)."""
+    from dsa_lab.kernels import longrow as kernel
+    from dsa_lab.keys import NEG_INF_HI, ordered_hi
+    from dsa_lab.launch import run
+
+    rows, n = x.shape
+    thr = torch.empty(2 * rows, dtype=torch.int32)
+    run(kernel._longrow_sample_kernel, (rows,), x, x.stride(0), lens, lens, thr, n, n, k, 1, 1, 0,
+        BLOCK_SCORES=False, NCH=plan.NCH, CH=plan.CH, NB=plan.NB, PDL=False, num_warps=plan.num_warps)
+    h = torch.where(torch.arange(n)[None, :] < lens[:, None].long(), ordered_hi(x), NEG_INF_HI).long()
+    out = []
+    for r in range(rows):
+        t, sh = int(thr[2 * r]), int(thr[2 * r + 1])
+        w = h[r][h[r] > t]
+        if not k < len(w) <= plan.CAP:
+            out.append(None)
+            continue
+        b = torch.clamp((w - t) >> sh, max=plan.NB - 1)
+        kth = int(w.sort(descending=True).values[k - 1])
+        bk = int(b[w == kth][0])
+        above, inb = int((b > bk).sum()), int((b == bk).sum())
+        if above + inb == k:
+            out.append("bucket whole")
+        else:
+            out.append("ties by column" if int((w > kth).sum()) + int((w == kth).sum()) > k else "bucket part")
+    return out
+
+
+def test_longrow_finish_buckets(fresh_seed):
+    """The finish's histogram: the bucket of the k-th word needed whole, or in part (its k-th found by counting
+    steps over its words), or in part with ties at the k-th cut by column.  The sample sees its runs only (1 to 1.5
+    evenly: the threshold is the second largest, the buckets 4096 words wide); 40 words it cannot see lie above,
+    spread a bucket apart or packed into one."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    n, k = 1600, 20
+    plan = small()
+    runs = [i * (n - plan.CH) // (plan.NCH - 1) + j for i in range(plan.NCH) for j in range(plan.CH)]
+    others = torch.tensor([c for c in range(n) if c not in set(runs)])
+    x = torch.full((4, n), -10.0)
+    x[:, runs] = torch.linspace(1.0, 1.5, len(runs))
+    j = torch.arange(40, dtype=torch.float32)
+    planted = {0: 1.495 + 1e-3 * j, 1: 1.495 + 1e-6 * j, 2: torch.where(j < 10, 1.51, 1.495)}
+    for r, v in planted.items():
+        x[r, others[torch.randperm(len(others), generator=gen)[:40]]] = v
+    x[3] = torch.randn(n, generator=gen)
+    lens = torch.full((4,), n, dtype=torch.int32)
+    got = select(x, k, lens, plan=plan)
+    assert_same_sets(got, topk_select_reference(x, k, lens, 1), f"seed={fresh_seed}")
+    assert _finish_of_top(x, lens, k, plan)[:3] == ["bucket whole", "bucket part", "ties by column"]
+
+
 @pytest.mark.parametrize("P", [1, 2, 7])
 def test_longrow_programs_and_row_repeat(P, fresh_seed):
     gen = torch.Generator().manual_seed(fresh_seed)
@@ -130,13 +183,13 @@ def test_longrow_counters_return_to_zero(fresh_seed):
 
 
 def test_longrow_default_sizes(fresh_seed):
-    """The plan the rules make for a long row (k bucket 512: 3072-key buffers, 4096-column tiles, the 8192-word
+    """The plan the rules make for a long row (k bucket 512: 2048-word buffers, 2048-column tiles, the 8192-word
     sample), on rows wider than the bisect select's tile."""
     gen = torch.Generator().manual_seed(fresh_seed)
     x = torch.randn(2, plans.BISECT_MAX_COLS + 5, generator=gen)
     lens = torch.tensor([plans.BISECT_MAX_COLS + 5, 3000], dtype=torch.int32)
     plan = plans.longrow(2, x.shape[1], 300, _impl.facts_for(x))
-    assert (plan.CAP, plan.TILE, plan.NCH * plan.CH) == (3072, 4096, 8192)
+    assert (plan.CAP, plan.TILE, plan.NCH * plan.CH) == (2048, 2048, 8192)
     out = poisoned(2, 300, "cpu")
     launch.topk_select(x, 300, lens, 1, out, plan=plan)
     assert_same_sets(out, topk_select_reference(x, 300, lens, 1), f"seed={fresh_seed}")
@@ -162,17 +215,17 @@ def test_longrow_candidate_blocks_at_block_size_one(starts, fresh_seed):
 
 
 def test_longrow_rule():
-    """k of 257-2048 on rows wider than the bisect select's tile take the long-row select from 2M columns in all
+    """k of 257-2048 on rows wider than the bisect select's tile take the long-row select from 2^18 columns in all
     (rows x width), the radix select below; k above 2048 the radix select; at block size 1 the candidate path reads
     the logits itself, at larger block sizes it keeps the scores launch and the radix select."""
     f = {"sm_count": 132, "name": "x"}
-    assert plans.select_algo(8, 262144, 2048, 132) == "longrow" == plans.select_algo(640, 262144, 300, 132)
-    assert plans.select_algo(4, 262144, 2048, 132) == "radix" == plans.select_algo(16, 65536, 512, 132)
-    assert plans.select_algo(32, 65536, 512, 132) == "longrow"
+    assert plans.select_algo(1, 262144, 2048, 132) == "longrow" == plans.select_algo(640, 262144, 300, 132)
+    assert plans.select_algo(1, 131072, 2048, 132) == "radix" == plans.select_algo(2, 65536, 512, 132)
+    assert plans.select_algo(4, 65536, 512, 132) == "longrow"
     assert plans.select_algo(64, 65536, 4096, 132) == "radix" and plans.select_algo(640, 32768, 2048, 132) == "bisect"
     assert plans.select_algo(1, 65536, 256, 132) == "hier"
     pl = plans.select(640, 262144, 2048, f)
-    assert (pl.P, pl.CAP, pl.CAP_EQ) == (4, 12288, 4096) and plans.select(16, 131072, 512, f).P == 32
+    assert (pl.P, pl.CAP, pl.CAP_EQ, pl.FT) == (4, 8192, 4096, 8192) and plans.select(16, 131072, 512, f).P == 64
     cb = plans.candidate_blocks(64, 65536, 1000, f, block_size=1)
     assert cb.select.algo == "longrow" and cb.scores_programs == 0 and cb.flags_kernel
     assert plans.candidate_blocks(64, 65536 * 8, 1000, f, block_size=8).select.algo == "radix"

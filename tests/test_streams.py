@@ -111,7 +111,7 @@ def test_kept_buffer_taken_before_the_first_launch(monkeypatch, k, width, kept, 
         n, dtype=torch.int32))
     for name in ("hier", "bisect", "radix", "longrow", "block_scores_into"):
         monkeypatch.setattr(launch, name, lambda *a, _n=name, **kw: order.append(_n))
-    rows = 64 if kept == "longrow_sync" else 2  # (the long-row select from 2M columns in all)
+    rows = 64 if kept == "longrow_sync" else 2  # (the long-row select from 2^18 columns in all)
     x = torch.empty(rows, width)
     launch.candidate_blocks(x, torch.full((rows,), width, dtype=torch.int32), k, block_size=1)
     assert order == ([kept] if kept else []) + launches, order

@@ -85,7 +85,7 @@ def cases(scale: str = "gpu") -> list[Case]:
         for k in (64, 128, 256):
             out.append(Case(f"select_k{k}_{n}", "hier, split rows", _select(2, n, k)))
     out += [
-        Case("select_k2048_262144", "radix, split rows", _select(2, 262144, 2048)),
+        Case("select_k2048_65536", "radix, split rows", _select(2, 65536, 2048)),
         Case("select_k512_65536", "radix, split rows", _select(2, 65536, 512)),
         Case("select_k2048_262144_x16", "long-row", _select(16, 262144, 2048)),
         Case("select_k512_65536_x64", "long-row", _select(64, 65536, 512)),

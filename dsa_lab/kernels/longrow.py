@@ -1,37 +1,42 @@
 """Top-k over long rows in one read: the select for ``k`` up to 2048 on rows wider than a register tile.
 
-Two launches, the second a programmatic dependent of the first (sm_90+):
+Three launches, each a programmatic dependent of the one before (sm_90+):
 
 1. :func:`_longrow_sample_kernel`, one program per row: a sample of the row (``NCH`` short runs of ``CH`` columns
    spread over its live extent, or the whole row when it has at most ``NCH * CH`` columns) gives a threshold word
-   ``T``: the sample's word of the rank that puts about ``3k`` of the row above it (the whole row: exactly the k-th
-   word).
-2. :func:`_longrow_kernel`, grid ``(rows, P)``: each program streams its share of the row once, tile by tile, and
-   compacts the keys of the words above ``T`` (and, apart, of those equal to it) into per-row candidate buffers,
-   reserving slots with one atomic add per tile.  The row's last program to arrive (an ``acq_rel`` counter per row)
-   finishes it exactly from those few keys (:func:`_select_keys`: radix digits of the 64-bit keys, ties to the
-   smaller column by construction), with counts, not guesses:
+   ``T``: the sample's word of the rank that puts about ``2k`` of the row above it (the whole row: exactly the k-th
+   word), found by counting steps over the sample in registers (:func:`dsa_lab.kernels.bisect._kth`).
+2. :func:`_longrow_stream_kernel`, grid ``(rows, P)``: each program streams its share of the row once, a tile ahead
+   of the one it compares, and compacts the words above ``T`` with their columns into the row's candidate buffer
+   (a slot range per tile from an atomic counter), counting them in a histogram of ``NB`` buckets of the word's
+   distance above ``T`` (the sample sets the bucket width), and apart the columns of the words equal to ``T``.
+   No program waits on another.
+3. :func:`_longrow_finish_kernel`, one program per row: the exact top ``k`` from those few, with counts, not
+   guesses:
 
-   * at least ``k`` above ``T`` and at most ``CAP`` of them: the top k of them;
+   * at least ``k`` above ``T`` and at most ``CAP`` of them: the histogram names the bucket of the k-th word and
+     how many of its words are needed; those found by counting steps over that bucket's few words in registers,
+     ties at the k-th to the smaller columns (a second search, over the tied columns);
    * fewer than ``k`` above: all of them, then the smallest columns equal to ``T`` -- from the buffer when they fit,
      else from a scan of the row in column order that stops once it has them;
    * more than ``CAP`` above, or too few at or above ``T`` (a sample far from its row): the whole row selected
-     exactly by one program (:func:`_exact_row`, the radix select's digit passes): a second read, never a wrong
-     answer.
+     exactly by one program (:func:`_exact_row`, 8-bit digit passes): a second read, never a wrong answer.
 
-The counters return to zero by the end of the call (the finisher resets them), so the buffer they live in is kept
-between calls (:mod:`dsa_lab.launch.scratch`).  ``BLOCK_SCORES`` with ``BS = 1``: the source is logits bounded by
-row ends and starts, and each row's newest column counts as ``+inf`` (the candidate-block contract at block size 1).
+The finish returns the row's counters to zero, so the buffer they live in is kept between calls
+(:mod:`dsa_lab.launch.scratch`).  ``BLOCK_SCORES`` with ``BS = 1``: the source is logits bounded by row ends and
+starts, and each row's newest column counts as ``+inf`` (the candidate-block contract at block size 1).
 """
 from __future__ import annotations
 
 import triton
 import triton.language as tl
 
-from .common import NEG_HI, PAD, fill_tail, pick_digit, row_extent, tl_ordered_hi
+from .bisect import _kth
+from .common import NEG_HI, fill_tail, pick_digit, row_extent, tl_ordered_hi
 from .common import tl_cuda as _tl_cuda
 
 INF_WORD = tl.constexpr(0x7F800000)  # the ordered word of +inf
+INT_MAX = tl.constexpr(0x7FFFFFFF)
 
 
 @triton.jit
@@ -61,33 +66,33 @@ def _extent(row, len_ptr, start_ptr, n, width, rr, has_len, has_start, BLOCK_SCO
 
 
 @triton.jit
-def _kth_word(h, cand, r):
-    """The ``r``-th largest of the candidate words ``h`` (a 1-D tile; 4 digit passes), or ``NEG_HI`` when there are
-    fewer than ``r``."""
-    bins = tl.arange(0, 256)
-    nc = tl.sum(cand.to(tl.int32))
-    on = cand
-    rem = r
-    pre = tl.zeros([], tl.int32)
-    for d in tl.static_range(4):
-        if d == 0:
-            dig = (h >> 24) + 128
-        else:
-            dig = (h >> (24 - 8 * d)) & 255
-        hist = tl.histogram(dig, 256, mask=on)
-        b, hb, rem = pick_digit(hist, rem, bins)
-        on = on & (dig == b)
-        if d == 0:
-            pre = b - 128
-        else:
-            pre = pre * 256 + b
-    return tl.where(nc >= r, pre, NEG_HI)
+def _rank_word(h, n, r):
+    """The ``r``-th largest of the ``n`` words ``h`` above ``NEG_HI`` (the others ``NEG_HI``), or ``NEG_HI`` when
+    ``n < r``; ``r >= 1``."""
+    lo = tl.min(tl.where(h > NEG_HI, h, INT_MAX))
+    T = tl.where(n == r, lo, NEG_HI)
+    if n > r:
+        T, base, f = _kth(h, n, r, lo.to(tl.int64), tl.max(h).to(tl.int64) + 1)
+        if f != 0:  # `base` words at or above T, T's ties the last: the r-th is T unless all of them are dropped
+            if base - r >= tl.sum((h == T).to(tl.int32)):
+                T = tl.min(tl.where(h > T, h, INT_MAX))
+    return T
+
+
+@triton.jit
+def _smallest(cols, on, n, r):
+    """Mask of the ``r`` smallest of the ``n`` distinct columns ``cols`` where ``on`` (``0 < r < n``)."""
+    ck = tl.where(on, INT_MAX - cols, NEG_HI)  # larger for smaller columns; NEG_HI below every one of them
+    return on & (ck >= _rank_word(ck, n, r))
 
 
 @triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "has_len", "has_start"])
 def _longrow_sample_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, n, width, k, rr, has_len, has_start,
-                           BLOCK_SCORES: tl.constexpr, NCH: tl.constexpr, CH: tl.constexpr, PDL: tl.constexpr):
-    """Grid ``(rows,)``: row ``r``'s threshold word to ``thr[r]`` (the sample of ``NCH`` runs of ``CH`` columns)."""
+                           BLOCK_SCORES: tl.constexpr, NCH: tl.constexpr, CH: tl.constexpr, NB: tl.constexpr,
+                           PDL: tl.constexpr):
+    """Grid ``(rows,)``: row ``r``'s threshold word to ``thr[r, 0]`` (the sample of ``NCH`` runs of ``CH`` columns)
+    and to ``thr[r, 1]`` the shift that puts the sample's words above it in buckets ``(word - T) >> shift`` below
+    ``NB / 2``."""
     if PDL:
         _tl_cuda.gdc_launch_dependents()
     row = tl.program_id(0)
@@ -99,59 +104,18 @@ def _longrow_sample_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, n, 
     if L <= SAMPLE:  # the whole row: the k-th word itself
         cols = i * CH + j
         r = k
-    else:  # runs spread over the row; the rank that leaves about 3k of the row above the word
+    else:  # runs spread over the row; the rank that leaves about 2k of the row above the word
         cols = ((i.to(tl.int64) * (L - CH)) // (NCH - 1) + j).to(tl.int32)
-        r = tl.minimum(tl.maximum(((3 * k * SAMPLE).to(tl.int64) + L - 1) // L, 1), SAMPLE).to(tl.int32)
+        r = tl.minimum(tl.maximum(((2 * k * SAMPLE).to(tl.int64) + L - 1) // L, 1), SAMPLE).to(tl.int32)
     h = _words(src_ptr, row_off, cols, L, start, nlive, newest, BLOCK_SCORES)
-    h = tl.reshape(h, [SAMPLE])
-    tl.store(thr_ptr + row, _kth_word(h, h > NEG_HI, r))
-
-
-@triton.jit
-def _select_keys(keys_ptr, cnt, kk, out_ptr, obase, SUB: tl.constexpr):
-    """Write the columns of the top ``min(kk, cnt)`` of the ``cnt`` int64 keys at ``keys_ptr`` (any order; distinct
-    keys) to ``out_ptr + obase ...``: 8-bit digits of the key from the top, each pass a histogram over the keys
-    (re-read from L2, ``SUB`` a step), stopping once the threshold digit's whole bin is needed."""
-    lane = tl.arange(0, SUB)
-    bins = tl.arange(0, 256)
-    done = cnt <= kk  # every key
-    pre = tl.zeros([], tl.int64)
-    prefix = tl.zeros([], tl.int64)
-    shift = tl.zeros([], tl.int64)
-    rem = tl.zeros([], tl.int32) + kk
-    for d in tl.static_range(8):
-        if not done:
-            sh: tl.constexpr = 56 - 8 * d
-            hist = tl.zeros([256], tl.int32)
-            for t0 in range(0, cnt, SUB):
-                j = t0 + lane
-                key = tl.load(keys_ptr + j, mask=j < cnt, other=PAD, cache_modifier=".cg")
-                m = j < cnt
-                if d == 0:
-                    dig = ((key >> 56) + 128).to(tl.int32)
-                else:
-                    m = m & ((key >> (sh + 8)) == pre)
-                    dig = ((key >> sh) & 255).to(tl.int32)
-                hist += tl.histogram(dig, 256, mask=m)
-            b, hb, rem = pick_digit(hist, rem, bins)
-            if d == 0:
-                pre = (b - 128).to(tl.int64)
-            else:
-                pre = pre * 256 + b.to(tl.int64)
-            if rem == hb:  # the whole bin is needed (distinct keys: at the last digit it holds one)
-                prefix = pre
-                shift = shift * 0 + sh
-                done = done | True
-    written = tl.zeros([], tl.int32)
-    for t0 in range(0, cnt, SUB):
-        j = t0 + lane
-        key = tl.load(keys_ptr + j, mask=j < cnt, other=PAD, cache_modifier=".cg")
-        every = (j * 0 + (cnt <= kk).to(tl.int32)) != 0  # tile-shaped (the interpreter rejects a 0-d bool operand)
-        take = (j < cnt) & (every | ((key >> shift) >= prefix))
-        pos = written + tl.cumsum(take.to(tl.int32), 0) - 1
-        tl.store(out_ptr + obase + pos, (0xFFFFFFFF - (key & 0xFFFFFFFF)).to(tl.int32), mask=take)
-        written += tl.sum(take.to(tl.int32))
-    return written
+    T = _rank_word(h, tl.sum((h > NEG_HI).to(tl.int32)), r)
+    # the bucket shift: the sample's words above T over the lower half of NB buckets (room above for the row's)
+    d = tl.max(h).to(tl.int64) - T
+    sh = tl.zeros([], tl.int32)
+    while (d >> sh) >= NB // 2:
+        sh += 1
+    tl.store(thr_ptr + 2 * row, T)
+    tl.store(thr_ptr + 2 * row + 1, sh)
 
 
 @triton.jit
@@ -216,75 +180,137 @@ def _exact_row(src_ptr, row_off, out_ptr, obase, L, start, nlive, newest, k, STI
     fill_tail(out_ptr, obase, tl.minimum(cnt, k), k, KT)
 
 
-@triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "P", "has_len", "has_start"])
-def _longrow_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, out_ptr, gt_ptr, eq_ptr, sync_ptr, n, width,
-                    k, rr, P, has_len, has_start, BLOCK_SCORES: tl.constexpr, CAP: tl.constexpr,
-                    CAP_EQ: tl.constexpr, TILE: tl.constexpr, SUB: tl.constexpr, STILE: tl.constexpr,
-                    KT: tl.constexpr, PDL: tl.constexpr):
-    """Grid ``(rows, P)``: row ``r``'s ids to ``out[r, :k]`` (every slot).  ``gt`` / ``eq``: int64 ``[rows, CAP]`` /
-    ``[rows, CAP_EQ]`` candidate keys (written before read); ``sync``: int32 ``[rows, 4]`` zeros (arrivals, keys
-    above ``T``, keys equal to it), back at zero after the call.  ``PDL``: a programmatic dependent of the sample
-    launch (its threshold is read after the wait)."""
+@triton.jit
+def _bucket(h, T, sh, NB: tl.constexpr):
+    """Bucket ``(h - T) >> sh`` of words ``h > T`` (the difference taken as uint32: exact), the top one ``NB - 1``
+    holding every word from there up."""
+    return tl.minimum((h - T).to(tl.uint32, bitcast=True) >> sh.to(tl.uint32), NB - 1).to(tl.int32)
+
+
+@triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "P", "CAP", "CAP_EQ", "has_len", "has_start"])
+def _longrow_stream_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, gtw_ptr, gtc_ptr, eqc_ptr, sync_ptr,
+                           hist_ptr, n, width, k, rr, P, CAP, CAP_EQ, has_len, has_start, BLOCK_SCORES: tl.constexpr,
+                           TILE: tl.constexpr, NB: tl.constexpr, PDL: tl.constexpr):
+    """Grid ``(rows, P)``: program ``p`` streams its share of row ``r`` once.  Words above ``T = thr[r, 0]`` go to
+    ``gtw[r, slot]`` with their columns to ``gtc[r, slot]`` (int32 ``[rows, CAP]``) and are counted in
+    ``hist[r, bucket]`` (:func:`_bucket`, int32 ``[rows, NB]``), the columns of words equal to it go to
+    ``eqc[r, slot]`` (int32 ``[rows, CAP_EQ]``); ``sync[r, 1]`` / ``sync[r, 2]`` count them all, also past the
+    buffers.  ``PDL``: a programmatic dependent of the sample launch (its threshold is read after the wait)."""
     row = tl.program_id(0)
     p = tl.program_id(1)
     L, start, nlive, newest = _extent(row, len_ptr, start_ptr, n, width, rr, has_len, has_start, BLOCK_SCORES)
     if PDL:
         _tl_cuda.gdc_wait()
-    row_off = row.to(tl.int64) * src_stride
-    obase = row.to(tl.int64) * k
     chunk = tl.maximum((tl.cdiv(L, P) + TILE - 1) // TILE * TILE, TILE)
-    n_act = tl.cdiv(L, chunk)
-    if (L == 0) & (p == 0):
-        fill_tail(out_ptr, obase, 0, k, KT)
-    if p < n_act:
-        T = tl.load(thr_ptr + row)
+    lo = p * chunk
+    hi = tl.minimum(lo + chunk, L)
+    if lo < hi:
+        T = tl.load(thr_ptr + 2 * row)
+        sh = tl.load(thr_ptr + 2 * row + 1)
+        row_off = row.to(tl.int64) * src_stride
         srow = sync_ptr + row.to(tl.int64) * 4
+        hrow = hist_ptr + row.to(tl.int64) * NB
         gbase = row.to(tl.int64) * CAP
         ebase = row.to(tl.int64) * CAP_EQ
         lane = tl.arange(0, TILE)
-        lo = p * chunk
-        hi = tl.minimum(lo + chunk, L)
+        nxt = _words(src_ptr, row_off, lo + lane, hi, start, tl.minimum(nlive, hi), newest, BLOCK_SCORES)
         for t0 in range(lo, hi, TILE):
+            h = nxt
+            # the next tile's loads go out before this tile's atomics wait on their replies
+            nxt = _words(src_ptr, row_off, t0 + TILE + lane, hi, start, tl.minimum(nlive, hi), newest, BLOCK_SCORES)
             cols = t0 + lane
-            h = _words(src_ptr, row_off, cols, hi, start, nlive, newest, BLOCK_SCORES)
-            key = (h.to(tl.int64) << 32) | (0xFFFFFFFF - cols.to(tl.int64))
             g = h > T
-            ng = tl.sum(g.to(tl.int32))
-            if ng > 0:
-                pos = tl.atomic_add(srow + 1, ng, sem="relaxed") + tl.cumsum(g.to(tl.int32), 0) - 1
-                tl.store(gt_ptr + gbase + pos, key, mask=g & (pos < CAP))
             e = (h == T) & (h > NEG_HI)  # (equal to T, and T above -inf)
-            ne = tl.sum(e.to(tl.int32))
+            both = tl.sum(g.to(tl.int32) + (e.to(tl.int32) << 16))
+            ng = both & 0xFFFF
+            ne = both >> 16
+            if ng > 0:
+                tl.atomic_add(hrow + _bucket(h, T, sh, NB), 1, mask=g, sem="relaxed")
+                pos = tl.atomic_add(srow + 1, ng, sem="relaxed") + tl.cumsum(g.to(tl.int32), 0) - 1
+                ok = g & (pos < CAP)
+                tl.store(gtw_ptr + gbase + pos, h, mask=ok)
+                tl.store(gtc_ptr + gbase + pos, cols, mask=ok)
             if ne > 0:
                 pos = tl.atomic_add(srow + 2, ne, sem="relaxed") + tl.cumsum(e.to(tl.int32), 0) - 1
-                tl.store(eq_ptr + ebase + pos, key, mask=e & (pos < CAP_EQ))
-        tl.debug_barrier()
-        last = n_act == 1
-        if n_act > 1:  # several programs: the last to arrive finishes the row
-            last = tl.atomic_add(srow, 1, sem="acq_rel") == n_act - 1
-        if last:
-            tl.debug_barrier()
-            gt = tl.atomic_xchg(srow + 1, 0)
-            eq = tl.atomic_xchg(srow + 2, 0)
-            tl.store(srow, 0)
-            if (gt > CAP) | ((T > NEG_HI) & (gt + eq < k)):  # the sample missed: the row exactly, read again
-                _exact_row(src_ptr, row_off, out_ptr, obase, L, start, nlive, newest, k, STILE, KT, BLOCK_SCORES)
-            else:
-                written = _select_keys(gt_ptr + gbase, gt, k, out_ptr, obase, SUB)
-                need = k - written
-                if (need > 0) & (T > NEG_HI):
-                    if eq <= CAP_EQ:
-                        written += _select_keys(eq_ptr + ebase, eq, need, out_ptr, obase + written, SUB)
-                    else:  # a wide tie: its first `need` columns, scanning the row until they are found
-                        slane = tl.arange(0, STILE)
-                        seen = tl.zeros([], tl.int32)
-                        t0 = tl.zeros([], tl.int32)
-                        while (seen < need) & (t0 < L):
-                            cols = t0 + slane
-                            e = _words(src_ptr, row_off, cols, L, start, nlive, newest, BLOCK_SCORES) == T
-                            c = seen + tl.cumsum(e.to(tl.int32), 0)
-                            tl.store(out_ptr + obase + written + c - 1, cols, mask=e & (c <= need))
-                            seen += tl.sum(e.to(tl.int32))
-                            t0 += STILE
-                        written += tl.minimum(seen, need)
-                fill_tail(out_ptr, obase, written, k, KT)
+                tl.store(eqc_ptr + ebase + pos, cols, mask=e & (pos < CAP_EQ))
+
+
+@triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "CAP", "CAP_EQ", "has_len", "has_start"])
+def _longrow_finish_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, out_ptr, gtw_ptr, gtc_ptr, eqc_ptr,
+                           sync_ptr, hist_ptr, n, width, k, rr, CAP, CAP_EQ, has_len, has_start,
+                           BLOCK_SCORES: tl.constexpr, FT: tl.constexpr, FT_EQ: tl.constexpr, NB: tl.constexpr,
+                           STILE: tl.constexpr, KT: tl.constexpr, PDL: tl.constexpr):
+    """Grid ``(rows,)``: row ``r``'s ids to ``out[r, :k]`` (every slot) from the stream launch's candidates
+    (``CAP <= FT`` and ``CAP_EQ <= FT_EQ``: a register tile holds either buffer); ``sync[r, 1:3]`` and
+    ``hist[r]`` back to zero.  ``PDL``: a programmatic dependent of the stream launch."""
+    row = tl.program_id(0)
+    L, start, nlive, newest = _extent(row, len_ptr, start_ptr, n, width, rr, has_len, has_start, BLOCK_SCORES)
+    if PDL:
+        _tl_cuda.gdc_wait()
+    srow = sync_ptr + row.to(tl.int64) * 4
+    gt = tl.load(srow + 1)
+    eq = tl.load(srow + 2)
+    bins = tl.arange(0, NB)
+    hrow = hist_ptr + row.to(tl.int64) * NB
+    hist = tl.load(hrow + bins)
+    tl.debug_barrier()  # every thread has its counts before one of them resets them
+    tl.store(srow + 1, 0)
+    tl.store(srow + 2, 0)
+    tl.store(hrow + bins, tl.zeros([NB], tl.int32))
+    T = tl.load(thr_ptr + 2 * row)
+    sh = tl.load(thr_ptr + 2 * row + 1)
+    row_off = row.to(tl.int64) * src_stride
+    obase = row.to(tl.int64) * k
+    gbase = row.to(tl.int64) * CAP
+    ebase = row.to(tl.int64) * CAP_EQ
+    if (gt > CAP) | ((T > NEG_HI) & (gt + eq < k)):  # the sample missed: the row exactly, read again
+        _exact_row(src_ptr, row_off, out_ptr, obase, L, start, nlive, newest, k, STILE, KT, BLOCK_SCORES)
+    else:
+        i = tl.arange(0, FT)
+        on = i < gt
+        c = tl.load(gtc_ptr + gbase + i, mask=on, other=0)
+        if gt > k:  # the top k of the words above T: the bucket of the k-th, then the k-th among its words
+            b, hb, rem = pick_digit(hist, k, bins)
+            h = tl.load(gtw_ptr + gbase + i, mask=on, other=NEG_HI)
+            bk = tl.where(on, _bucket(h, T, sh, NB), -1)
+            above = bk > b
+            inb = bk == b
+            take = above | inb
+            if rem < hb:
+                hb_w = tl.where(inb, h, NEG_HI)
+                Tk = _rank_word(hb_w, hb, rem)
+                above = above | (hb_w > Tk)
+                tie = hb_w == Tk
+                nt = tl.sum(tie.to(tl.int32))
+                need = k - tl.sum(above.to(tl.int32))
+                take = above | tie
+                if need < nt:  # ties at the k-th word: the smaller columns
+                    take = above | _smallest(c, tie, nt, need)
+            tl.store(out_ptr + obase + tl.cumsum(take.to(tl.int32), 0) - 1, c, mask=take)
+        else:  # all of them, then the first columns equal to T
+            tl.store(out_ptr + obase + i, c, mask=on)
+            written = gt
+            need = k - gt
+            if (need > 0) & (T > NEG_HI):
+                if eq <= CAP_EQ:
+                    j = tl.arange(0, FT_EQ)
+                    on_e = j < eq
+                    ce = tl.load(eqc_ptr + ebase + j, mask=on_e, other=0)
+                    take = on_e
+                    if need < eq:
+                        take = _smallest(ce, on_e, eq, need)
+                    tl.store(out_ptr + obase + written + tl.cumsum(take.to(tl.int32), 0) - 1, ce, mask=take)
+                    written += tl.minimum(eq, need)
+                else:  # a wide tie: its first `need` columns, scanning the row until they are found
+                    slane = tl.arange(0, STILE)
+                    seen = tl.zeros([], tl.int32)
+                    t0 = tl.zeros([], tl.int32)
+                    while (seen < need) & (t0 < L):
+                        cols = t0 + slane
+                        e = _words(src_ptr, row_off, cols, L, start, nlive, newest, BLOCK_SCORES) == T
+                        cs = seen + tl.cumsum(e.to(tl.int32), 0)
+                        tl.store(out_ptr + obase + written + cs - 1, cols, mask=e & (cs <= need))
+                        seen += tl.sum(e.to(tl.int32))
+                        t0 += STILE
+                    written += tl.minimum(seen, need)
+            fill_tail(out_ptr, obase, written, k, KT)

@@ -94,26 +94,33 @@ def radix(src, len_t, start_t, out, n, width, k, rr, plan: plans.Radix, *, block
 
 def longrow(src, len_t, start_t, out, n, width, k, rr, plan: plans.Longrow, *, block_scores: bool, pdl=False,
             sync=None):
-    """The long-row select: the sample launch (a threshold per row), then ``plan.P`` programs per row, a
-    programmatic dependent of it (``pdl``).  ``sync``: the per-row counters kept between calls
-    (:func:`longrow_sync`).  ``block_scores``: at block size 1 the source is logits (or the producer's scores) and
-    each row's newest column counts as ``+inf``."""
+    """The long-row select: the sample launch (a threshold per row), the stream launch (``plan.P`` programs per
+    row) and the finish (one program per row), each a programmatic dependent of the one before (``pdl``).
+    ``sync``: the per-row counters kept between calls (:func:`longrow_sync`).  ``block_scores``: at block size 1
+    the source is logits (or the producer's scores) and each row's newest column counts as ``+inf``."""
     rows = out.shape[0]
     if rows == 0:
         return out
-    dev = src.device
-    thr = torch.empty((rows,), dtype=torch.int32, device=dev)
-    gt = torch.empty((rows * plan.CAP,), dtype=torch.int64, device=dev)
-    eq = torch.empty((rows * plan.CAP_EQ,), dtype=torch.int64, device=dev)
+    # one int32 allocation: thresholds and shifts, words and columns above them, columns equal to them (64-byte
+    # aligned parts, so that no row count changes a pointer's specialization)
+    a = -(-2 * rows // 16) * 16
+    g, e = rows * plan.CAP, rows * plan.CAP_EQ
+    buf = torch.empty((a + 2 * g + e,), dtype=torch.int32, device=src.device)
+    thr, gtw, gtc, eqc = buf[:2 * rows], buf[a:a + g], buf[a + g:a + 2 * g], buf[a + 2 * g:]
+    cnt, hist = sync[:rows * 4], sync[rows * 4:rows * (4 + plan.NB)]
     bounds = (len_t if len_t is not None else out, start_t if start_t is not None else out)
     shape = (n, width, k, rr)
     has = (int(len_t is not None), int(start_t is not None))
     pdl, extra = _pdl(pdl)
-    run(_longrow._longrow_sample_kernel, (rows,), src, src.stride(0), *bounds, thr, *shape, *has,
-        BLOCK_SCORES=bool(block_scores), NCH=plan.NCH, CH=plan.CH, PDL=pdl, num_warps=plan.num_warps)
-    run(_longrow._longrow_kernel, (rows, plan.P), src, src.stride(0), *bounds, thr, out, gt, eq, sync, *shape,
-        plan.P, *has, BLOCK_SCORES=bool(block_scores), CAP=plan.CAP, CAP_EQ=plan.CAP_EQ, TILE=plan.TILE,
-        SUB=plan.SUB, STILE=plan.STILE, KT=plans.KT, PDL=pdl, num_warps=plan.num_warps, **extra)
+    bs = dict(BLOCK_SCORES=bool(block_scores), NB=plan.NB)
+    run(_longrow._longrow_sample_kernel, (rows,), src, src.stride(0), *bounds, thr, *shape, *has, **bs,
+        NCH=plan.NCH, CH=plan.CH, PDL=pdl, num_warps=plan.num_warps)
+    run(_longrow._longrow_stream_kernel, (rows, plan.P), src, src.stride(0), *bounds, thr, gtw, gtc, eqc, cnt, hist,
+        *shape, plan.P, plan.CAP, plan.CAP_EQ, *has, **bs, TILE=plan.TILE, PDL=pdl, num_warps=plan.num_warps,
+        **extra)
+    run(_longrow._longrow_finish_kernel, (rows,), src, src.stride(0), *bounds, thr, out, gtw, gtc, eqc, cnt, hist,
+        *shape, plan.CAP, plan.CAP_EQ, *has, **bs, FT=plan.FT, FT_EQ=plan.FT_EQ, STILE=plan.STILE, KT=plans.KT,
+        PDL=pdl, num_warps=plan.fin_warps, **extra)
     return out
 
 
@@ -130,9 +137,10 @@ def totals(device: torch.device, rows: int) -> torch.Tensor:
 
 
 def longrow_sync(device: torch.device, rows: int) -> torch.Tensor:
-    """The long-row select's per-row counters ``int32 [rows, 4]`` (arrivals, keys above and equal to the threshold):
-    zero, reset by the program that finishes the row."""
-    return scratch.zeroed("longrow_sync", device, rows * 4, capturing=_checks.capturing())
+    """The long-row select's per-row counters ``int32 [rows, 4]`` (words above and equal to the threshold in slots
+    1 and 2), then its per-row bucket counts ``int32 [rows, plans.LONGROW_NB]``: zero, each row's reset by the
+    program that finishes it."""
+    return scratch.zeroed("longrow_sync", device, rows * (4 + plans.LONGROW_NB), capturing=_checks.capturing())
 
 
 def _kept(plan, rows: int, device) -> torch.Tensor | None:
