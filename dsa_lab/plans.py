@@ -68,7 +68,7 @@ BISECT_MID_CAP = 2048
 BISECT_THREADS = 512
 DECODE_BLOCKS = 32768  # the padded decode workspace in blocks (262144 / 8): stage B's tile is sized for it
 LONGROW_MAX_KP = 2048  # the long-row select serves k buckets 512 and 2048 on rows wider than the bisect's tile
-LONGROW_TILE = 2048  # columns a step of a long-row program
+LONGROW_TILE = 1024  # columns a step of a long-row stream program
 LONGROW_PROGRAMS = 16  # long-row programs per SM in all, at most (one tile each at least)
 LONGROW_NB = 2048  # buckets of the long-row finish's histogram (of the candidates' distance above the threshold)
 LONGROW_MIN_COLUMNS = 1 << 18  # the long-row select from this many columns in all (rows x width); the radix below
@@ -220,7 +220,7 @@ class Bisect:
 
 @dataclasses.dataclass(frozen=True)
 class Longrow:
-    """The long-row select: ``P`` programs per row stream it in tiles of ``TILE`` columns (``num_warps``); per-row
+    """The long-row select: ``P`` programs per row stream it in tiles of ``TILE`` columns (``stream_warps``); per-row
     candidate buffers of ``CAP`` words above the threshold and ``CAP_EQ`` columns equal to it, which the finish
     (``fin_warps``) holds in register tiles of ``FT`` / ``FT_EQ``, and a histogram of ``NB`` buckets of the
     candidates; the threshold from a sample of ``NCH`` runs of ``CH`` columns.  The tiles are constexprs (small in
@@ -237,7 +237,8 @@ class Longrow:
     STILE: int = 2048  # columns a step of a row scan (a wide tie, the exact fallback)
     NCH: int = 1024  # runs of CH columns: short runs keep a sorted row's sample spread over its ranks
     CH: int = 8
-    num_warps: int = 8
+    num_warps: int = 8  # the sample's
+    stream_warps: int = 4
     fin_warps: int = 16
     NB: int = LONGROW_NB
     algo = "longrow"

@@ -19,7 +19,7 @@ from dsa_lab.bench.shapes import fill
 from dsa_lab.launch import select as launch
 from dsa_lab.select import topk_select_reference
 
-SMALL = dict(CAP=96, CAP_EQ=32, FT=128, FT_EQ=32, TILE=64, STILE=64, NCH=16, CH=4, num_warps=4, fin_warps=4, NB=64)
+SMALL = dict(CAP=96, CAP_EQ=32, FT=128, FT_EQ=32, TILE=64, STILE=64, NCH=16, CH=4, num_warps=4, stream_warps=4, fin_warps=4, NB=64)
 
 
 def small(P=3, **kw):
@@ -183,13 +183,13 @@ def test_longrow_counters_return_to_zero(fresh_seed):
 
 
 def test_longrow_default_sizes(fresh_seed):
-    """The plan the rules make for a long row (k bucket 512: 2048-word buffers, 2048-column tiles, the 8192-word
+    """The plan the rules make for a long row (k bucket 512: 2048-word buffers, 1024-column tiles, the 8192-word
     sample), on rows wider than the bisect select's tile."""
     gen = torch.Generator().manual_seed(fresh_seed)
     x = torch.randn(2, plans.BISECT_MAX_COLS + 5, generator=gen)
     lens = torch.tensor([plans.BISECT_MAX_COLS + 5, 3000], dtype=torch.int32)
     plan = plans.longrow(2, x.shape[1], 300, _impl.facts_for(x))
-    assert (plan.CAP, plan.TILE, plan.NCH * plan.CH) == (2048, 2048, 8192)
+    assert (plan.CAP, plan.TILE, plan.NCH * plan.CH) == (2048, 1024, 8192)
     out = poisoned(2, 300, "cpu")
     launch.topk_select(x, 300, lens, 1, out, plan=plan)
     assert_same_sets(out, topk_select_reference(x, 300, lens, 1), f"seed={fresh_seed}")
@@ -225,7 +225,7 @@ def test_longrow_rule():
     assert plans.select_algo(64, 65536, 4096, 132) == "radix" and plans.select_algo(640, 32768, 2048, 132) == "bisect"
     assert plans.select_algo(1, 65536, 256, 132) == "hier"
     pl = plans.select(640, 262144, 2048, f)
-    assert (pl.P, pl.CAP, pl.CAP_EQ, pl.FT) == (4, 8192, 4096, 8192) and plans.select(16, 131072, 512, f).P == 64
+    assert (pl.P, pl.CAP, pl.CAP_EQ, pl.FT) == (4, 8192, 4096, 8192) and plans.select(16, 131072, 512, f).P == 128
     cb = plans.candidate_blocks(64, 65536, 1000, f, block_size=1)
     assert cb.select.algo == "longrow" and cb.scores_programs == 0 and cb.flags_kernel
     assert plans.candidate_blocks(64, 65536 * 8, 1000, f, block_size=8).select.algo == "radix"

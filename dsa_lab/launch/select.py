@@ -116,7 +116,7 @@ def longrow(src, len_t, start_t, out, n, width, k, rr, plan: plans.Longrow, *, b
     run(_longrow._longrow_sample_kernel, (rows,), src, src.stride(0), *bounds, thr, *shape, *has, **bs,
         NCH=plan.NCH, CH=plan.CH, PDL=pdl, num_warps=plan.num_warps)
     run(_longrow._longrow_stream_kernel, (rows, plan.P), src, src.stride(0), *bounds, thr, gtw, gtc, eqc, cnt, hist,
-        *shape, plan.P, plan.CAP, plan.CAP_EQ, *has, **bs, TILE=plan.TILE, PDL=pdl, num_warps=plan.num_warps,
+        *shape, plan.P, plan.CAP, plan.CAP_EQ, *has, **bs, TILE=plan.TILE, PDL=pdl, num_warps=plan.stream_warps,
         **extra)
     run(_longrow._longrow_finish_kernel, (rows,), src, src.stride(0), *bounds, thr, out, gtw, gtc, eqc, cnt, hist,
         *shape, plan.CAP, plan.CAP_EQ, *has, **bs, FT=plan.FT, FT_EQ=plan.FT_EQ, STILE=plan.STILE, KT=plans.KT,
