@@ -441,12 +441,14 @@ for name in ("fuzz_large_k.json", "verify_matrix_large_k.csv"):
 # 64K-256K columns, eight times the block workspace above. The bisect select cannot hold such a row in registers,
 # and the radix select reads it once per digit, which lost to `torch.topk` from 32 rows.
 #
-# **Claim.** The long-row select (`kernels/longrow.py`, `docs/design.md` §7) reads each row once. A sample launch
-# picks, per row, a threshold word meant to leave about 3k of the row above it. Then several programs per row
-# stream the row and keep only the few keys above that word (and, apart, those equal to it). The row's last
-# program finishes from those keys exactly. A sample that misses costs a second read of the row, never a wrong
-# answer. So it should beat `torch.topk` at every k = 512 / 2048 point where the rule sends it, and its time
-# should follow the bytes.
+# **Claim.** The long-row select (`kernels/longrow.py`, `docs/design.md` §7) reads each row once, in three
+# launches. A sample launch picks, per row, a threshold word meant to leave about 2k of the row above it, and a
+# bucket width for the words above it. Then several programs per row stream the row, keep only the few words above
+# the threshold (and, apart, the columns equal to it), and count them in a per-row histogram of those buckets. A
+# finish launch, one program per row, reads the histogram to find the bucket that holds the k-th word, so it
+# searches only that bucket's few words in registers. A sample that misses costs a second read of the row, never a
+# wrong answer. So it should beat `torch.topk` at every k = 512 / 2048 point where the rule sends it, and at many
+# rows its time should follow the bytes.
 #
 # **Evidence.** `python -m dsa_lab.bench.tokens` on an H100, with `torch.topk` in the same process and the ids
 # compared as sets first. The table gives, per k and width, the median speedup over the grid's 20 points (1-640
@@ -470,11 +472,26 @@ if tok[0]:
     print(tables.format_table(longrow.point_rows(tok[0], "prefill")))
 
 # %% [markdown]
-# **What it means.** The long-row select is faster than `torch.topk` in every grid median, and more so at longer
-# rows and at k = 512. But at 128-640 rows and in prefill it stays 7.6-18x above the one-read floor (at a few
-# rows its time is fixed costs, not bytes), and the margins are small: 1.02x at 64K, k = 2048. It loses to `torch`
-# on three value laws: a narrow band far from zero (`shifted_narrow`), a band of values (`band`) and, at
-# 64 x 256K, 1 % NaN. The targets (4x over `torch`, 1.3x the floor) are open.
+# **What it means.** Every point of the grid, every value law and every prefill shape is faster than
+# `torch.topk`: the grid medians are 2.6-3.1x, the smallest point 2.2x. The one-read floor is still far off: 3.7x
+# at 640 x 256K, 5-7x in prefill. A narrow `band` of values with sparse outliers is the slow law: 2.5x the time of
+# normal values at 64 x 256K (1.16x over `torch`). Its words fall into few buckets, so the finish searches more of
+# them. The targets (4x over `torch`, 1.3x the floor) are still open.
+#
+# Where the time goes, from the same kind of call profiled one launch at a time (`dsa-lab ab --profile`; the
+# launches overlap a little, so the parts add up to a bit more than the call):
+
+# %%
+prof = records.load_records("longrow/ab/ab_v3_stream", gpu="h100")
+print(records.record_status(prof))
+if prof[0]:
+    print(tables.format_table(longrow.stage_rows(prof[0])))
+
+# %% [markdown]
+# **What it means.** From 64 rows the stream launch is most of the time. It reads the row once, but at
+# 0.8-1.0 TB/s, not the card's 3.1 TB/s: each 1024-column tile ends in a reduction over its program and, at
+# about 1 % of the words, a compaction with an atomic's round trip. At a few rows the sample and the finish (about
+# 10 µs each, one program per row) are the floor of the call, about 25 µs.
 #
 # Serving engines use CUDA top-k kernels. Their times below are transcribed, not measured by this harness:
 # FlashInfer's radix top-k measured on an H100 with `torch.topk` in the same process, and two figures the peers
@@ -488,18 +505,17 @@ if peers[0] and tok[0]:
     print(tables.format_table(longrow.peers_rows(peers[0], tok[0])))
 
 # %% [markdown]
-# **What it means.** FlashInfer's radix top-k is 1.7-3.8x faster than `torch.topk` at these shapes. This select is
-# 1.0-1.25x, so 0.27-0.61x the peer's speed, and 0.2x the published cluster kernel's at 64 x 256K. Those kernels
-# are CUDA only; none of them runs on ROCm. The record is from e521f8f, before the 2M-column rule: at 1-4 rows of
-# 256K the default now takes the radix select (53 µs at 1 x 256K in the crossover below, against 69 here). This is
-# not yet the select DeepSeek V3.2's shapes need.
+# **What it means.** Against FlashInfer's radix top-k (its times transcribed, each ratio against its own
+# process's `torch`) the select is faster at 1-64 rows of 256K (1.13-1.63x its speed) and slower at 128-640 rows
+# (0.85-0.90x) and at 64K (0.61-0.68x). The published cluster kernel is twice as fast at 64 x 256K. Those kernels
+# are CUDA only; none of them runs on ROCm.
 #
-# The sample was not the first one tried. The first version took 64 runs of 64 columns and aimed at 2k keys above
-# the threshold, with buffers a third smaller. The same points, in two records of the same harness on the same kind
-# of card (each ratio is against `torch` in its own process):
+# The record before this one (e521f8f) had two launches: the row's last program to arrive finished it alone,
+# with 64-bit digit passes over its keys. The same points, in two records of the same harness on the same kind of
+# card (each ratio is against `torch` in its own process):
 
 # %%
-old = records.load_records("longrow/tokens_3c7ad5a", gpu="h100")
+old = records.load_records("longrow/tokens_e521f8f", gpu="h100")
 print(records.record_status(old))
 if old[0] and tok[0]:
     print(tables.format_table(longrow.versions_rows(old[0], tok[0], shape="grid", where={"rows": 640})))
@@ -507,15 +523,13 @@ if old[0] and tok[0]:
     print(tables.format_table(longrow.versions_rows(old[0], tok[0], shape="laws", where={"rows": 64})))
 
 # %% [markdown]
-# **What it means.** The narrow sample was faster wherever it landed: 1.4-1.7x over `torch` at 640 rows. But
-# 64 runs of 64 sorted columns sit at a few ranks, so on a `ramp` row the threshold missed and every row was read a
-# second time by one program (0.17x). At 640 x 256K with k = 512 (0.75x, slower than its own k = 2048) some rows
-# missed the same way. Short runs spread the sample over the row's ranks, and the wider buffers absorb an aim that
-# is off by a few percent. The price is 15-35 % at 640 rows where the narrow sample worked. The record keeps the version with no
-# collapse; a sample that is cheap and also robust is the open work.
+# **What it means.** A finish that searches one bucket in registers, and a stream that only streams and
+# compacts, halve the time at 640 rows. The laws that ran slower than `torch` before (`shifted_narrow`, `band`,
+# `nan1pct`) now run faster. The tries that lost are in the notes' changelog. They include a stream of wider tiles,
+# slot blocks that drop the per-tile atomic, and a second tile read ahead.
 #
 # **Where the rule sends it.** At few rows the parallel radix select already fills the GPU, and the long-row
-# select's sample launch and its finish are extra fixed costs. Both forced, with the rule's choice beside them:
+# select's sample and finish are fixed costs. Both forced, with the rule's choice beside them:
 
 # %%
 cx = records.load_records("longrow/crossover", gpu="h100")
@@ -527,15 +541,14 @@ if cx[0]:
     print(f"the rule picks the slower of the two at {len(missed)} of {len(rows_cx)} points")
 
 # %% [markdown]
-# **What it means.** The radix select wins while a call has under about 2M columns in all, and the long-row
-# select wins from there. The gap grows quickly: at 64 x 256K the radix select takes 2.7x as long. So the rule is
-# one bound on rows x width (`plans.LONGROW_MIN_COLUMNS`, 2^21). It is a shape rule, so it adds no compiled variant.
-# Where it picks the slower kernel, the loss is about 10 % at most.
+# **What it means.** At 256K columns the long-row select wins from one row (25 against 53 µs). At 64K the radix
+# select holds up to 4-8 rows, and the long-row select wins from 16. The rule is one bound on rows x width
+# (`plans.LONGROW_MIN_COLUMNS`, 2^18). It is a shape rule, so it adds no compiled variant. Where it picks the slower
+# kernel (64K at 1-8 rows), the loss is 14 % at most.
 #
 # **Correctness.** The fuzz menu's long-row entries draw widths above 32768 columns, k from 257 to 2048, token and
 # block-size-1 candidate calls and every value law. They poison the output and check every slot against the exact
-# reference. The concurrency check ran the long-row select on four streams, two threads and concurrent graphs (at
-# e521f8f its two 2-row cases took the long-row select; the `radix` in their label is the harness's name then):
+# reference. The concurrency check ran the long-row select on four streams, two threads and concurrent graphs:
 
 # %%
 for name in ("fuzz_longrow.json", "streams.json"):

@@ -35,6 +35,27 @@ def test_crossover_rows_name_the_rule():
     assert [(r["rows"], r["faster"], r["rule"]) for r in out] == [(1, "radix", "radix"), (64, "longrow", "longrow")]
 
 
+def test_stage_rows_split_a_profiled_call():
+    rows = [{"arm": "new", "rows": 64, "width": 262144, "k": 2048, "median_us": 101.8,
+             "kernels": "void at::native::x=1.0;_longrow_sample_kernel=12.0;_longrow_stream_kernel=83.9;"
+                        "_longrow_finish_kernel=11.5"},
+            {"arm": "new", "rows": 1, "width": 65536, "k": 2048, "median_us": 21.8, "kernels": "_radix_par_kernel=7.8"},
+            {"arm": "torch", "rows": 64, "width": 262144, "k": 2048, "median_us": 290.0, "kernels": "x=1"}]
+    (r,) = longrow.stage_rows(rows)
+    assert (r["sample_us"], r["stream_us"], r["finish_us"], r["stream_GB/s"]) == ("12.0", "83.9", "11.5", "800")
+
+
+def test_recorded_stages_account_for_the_call():
+    """The committed H100 profile: the three launches of each long-row point add up to about its call (they
+    overlap a little under programmatic dependent launch)."""
+    rows, _, _ = records.load_records("longrow/ab/ab_v3_stream", gpu="h100")
+    out = longrow.stage_rows(rows)
+    assert len(out) >= 6
+    for r in out:
+        parts = sum(float(r[f"{s}_us"]) for s in ("sample", "stream", "finish"))
+        assert 0.8 * float(r["call_us"]) <= parts <= 1.5 * float(r["call_us"]), r
+
+
 def test_peers_rows_ratios_each_against_its_own_torch():
     peers = [{"rows": 64, "width": 262144, "k": 2048, "peer": "P", "peer_us": 100.0, "torch_us": 300.0},
              {"rows": 4, "width": 163840, "k": 2048, "peer": "Q", "peer_us": 20.0, "torch_us": ""}]
@@ -45,7 +66,8 @@ def test_peers_rows_ratios_each_against_its_own_torch():
 
 
 def test_recorded_crossover_agrees_with_the_rule():
-    """The committed H100 crossover: where the 2M-column rule picks the slower kernel, it loses at most 12 %."""
+    """The committed H100 crossover: where the rule (2^18 columns in all) picks the slower kernel, it loses at most
+    15 %."""
     rows, meta, _ = records.load_records("longrow/crossover", gpu="h100")
     out = longrow.crossover_rows(rows, sm_count=meta["sm_count"])
     assert len(out) == 28
@@ -53,7 +75,7 @@ def test_recorded_crossover_agrees_with_the_rule():
         if r["faster"] != r["rule"]:
             picked = float(r[f"{r['rule']}_us"])
             best = min(float(r["radix_us"]), float(r["longrow_us"]))
-            assert picked <= 1.12 * best, r
+            assert picked <= 1.15 * best, r
 
 
 def test_streams_record_summary(tmp_path):

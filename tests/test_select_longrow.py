@@ -19,7 +19,8 @@ from dsa_lab.bench.shapes import fill
 from dsa_lab.launch import select as launch
 from dsa_lab.select import topk_select_reference
 
-SMALL = dict(CAP=96, CAP_EQ=32, FT=128, FT_EQ=32, TILE=64, STILE=64, NCH=16, CH=4, num_warps=4, stream_warps=4, fin_warps=4, NB=64)
+SMALL = dict(CAP=96, CAP_EQ=32, FT=128, FT_EQ=32, TILE=64, STILE=64, NCH=16, CH=4, num_warps=4, stream_warps=4,
+             fin_warps=4, NB=64)
 
 
 def small(P=3, **kw):

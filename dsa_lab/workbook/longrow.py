@@ -107,3 +107,21 @@ def peers_rows(peers, rows, *, arm: str = "triton") -> list[dict]:
             row.update({f"{arm}_us": "—", f"{arm}_x": "—", f"{arm}_vs_peer": "—"})
         out.append(row)
     return out
+
+
+def stage_rows(rows, *, arm: str = "new") -> list[dict]:
+    """The long-row select's three launches from a ``dsa-lab ab --profile`` record (``kernels``: mean µs per kernel
+    in a profiled graph replay) at each point where ``arm`` ran it: sample, stream and finish µs, and the stream's
+    rate over the row bytes it reads once (rows x width x 4)."""
+    out = []
+    for r in rows or ():
+        if r.get("arm") != arm or "_longrow_stream_kernel" not in str(r.get("kernels", "")):
+            continue
+        kern = dict(p.rsplit("=", 1) for p in str(r["kernels"]).split(";") if "=" in p)
+        us = {s: float(kern[f"_longrow_{s}_kernel"]) for s in ("sample", "stream", "finish")}
+        nbytes = int(r["rows"]) * int(r["width"]) * 4
+        out.append({"rows": int(r["rows"]), "width": int(r["width"]), "k": int(r["k"]),
+                    "call_us": f"{float(r['median_us']):.1f}", "sample_us": f"{us['sample']:.1f}",
+                    "stream_us": f"{us['stream']:.1f}", "finish_us": f"{us['finish']:.1f}",
+                    "stream_GB/s": f"{nbytes / us['stream'] / 1e3:.0f}"})
+    return out
