@@ -103,6 +103,20 @@ MATRIX: tuple[Case, ...] = (
     Case("sel_k2048_short_rows_many", "select", 200, NB, 2048, ends="some_zero", cpu_rows=3, cpu_width=2048),
     Case("sel_k2048_row_repeat5_many", "select", 320, NB, 2048, ends="ragged", row_repeat=5, dist="few_values",
          cpu_rows=10, cpu_width=1024),
+    # --- token-level top-k on long rows (the long-row select at GPU scale): widths past one register tile, every
+    # value law, ragged and zero lengths, k above the live length, row repeats, the candidate path at block size 1
+    Case("long_w32769_ragged", "select", 16, 32769, 2048, ends="ragged"),
+    Case("long_w65536_shifted_narrow", "select", 64, 65536, 2048, ends="full", dist="shifted_narrow"),
+    Case("long_w131072_equal", "select", 8, 131072, 2048, ends="full", dist="equal"),
+    Case("long_w163840_three", "select", 16, 163840, 512, ends="ragged", dist="three"),
+    Case("long_w262144_ramp", "select", 8, 262144, 2048, ends="full", dist="ramp"),
+    Case("long_w262144_nan1pct", "select", 8, 262144, 2048, ends="ragged", dist="nan1pct"),
+    Case("long_w131072_band", "select", 16, 131072, 2048, ends="full", dist="band"),
+    Case("long_w65536_zeros", "select", 32, 65536, 2048, ends="some_zero"),
+    Case("long_w65536_k_gt_live", "select", 16, 65536, 2048, context=1500, cpu_context=300),
+    Case("long_w262144_row_repeat2", "select", 16, 262144, 512, ends="ragged", row_repeat=2),
+    Case("long_blk_block_size_1", "blocks", 16, 65536, 2048, ends="ragged", starts=True, block_size=1,
+         cpu_width=1500, cpu_k=300),
     # --- select_candidate_blocks: logits → block scores → select (the full candidate path)
     Case("blk_1row_ctx512", "blocks", 1, MML, 64, context=512, cpu_width=2048),
     Case("blk_1row_ctx256k", "blocks", 1, MML, 64, context=MML, cpu_width=4096, cpu_context=4096),
