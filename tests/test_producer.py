@@ -509,6 +509,21 @@ def test_decode_step_fused_equals_staged(impl, select_impl, device, fresh_seed):
         f.stages(split=True)
 
 
+def test_decode_step_token_level_form(device, fresh_seed):
+    """DeepSeek V3.2's form of the step: block size 1, so the candidates are the top-k tokens of each row's window
+    (the producer's scores are its sanitized logits, the newest token pinned to +inf).  Fused equals staged with
+    the exact select."""
+    B, N, width, k = 2, 2, 512, 40
+    p = paged.random_decode_problem(B, N, [400, 90], num_heads=16, block_kv=16, max_model_len=width, device=device,
+                                    seed=fresh_seed)
+    staged = decode_step(*_args(p), topk_blocks=k, block_size=1, compose="staged", select_impl="reference")
+    f = DecodeStep(*_args(p), topk_blocks=k, block_size=1)
+    f.flags.fill_(7)
+    f.run()
+    assert torch.equal(f.candidates.sort(1).values, staged.candidates.sort(1).values)
+    assert torch.equal(f.flags, staged.flags)
+
+
 # --------------------------------------------------------------------------------------------- GPU sized
 @pytest.mark.gpu
 @pytest.mark.parametrize("next_n", [1, 3, 5])
@@ -627,3 +642,22 @@ def test_gpu_decode_step_in_graph():
         torch.cuda.synchronize()
         assert torch.equal(st.candidates.sort(1).values, eager.sort(1).values), compose
         assert torch.equal(st.flags, eager_flags), compose
+
+
+@pytest.mark.gpu
+def test_gpu_decode_step_token_level_form():
+    """The V3.2 form at its scale: top-2048 tokens of 128K-token windows (the long-row select reading the
+    producer's scores), in a CUDA graph, against the staged composition with the exact select."""
+    p = paged.random_decode_problem(8, 1, [131072, 70000, 2048, 1, 131072, 100000, 5000, 131072], num_heads=64,
+                                    block_kv=64, max_model_len=131072, device="cuda", seed=2)
+    staged = decode_step(*_args(p), topk_blocks=2048, block_size=1, compose="staged", select_impl="reference")
+    st = DecodeStep(*_args(p), topk_blocks=2048, block_size=1).run()
+    assert torch.equal(st.candidates.sort(1).values, staged.candidates.sort(1).values)
+    assert torch.equal(st.flags, staged.flags)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        st.run()
+    st.candidates.fill_(-7)
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(st.candidates.sort(1).values, staged.candidates.sort(1).values)
