@@ -136,15 +136,17 @@ def run_case(case: Case, arms, *, seed: int, device) -> list[dict]:
 
 def arm_serves(arm: str, case) -> bool:
     """``triton_unfused`` / ``triton_fused`` are arms of the candidate-block pipeline only; the fused kernel
-    serves the shapes of :func:`dsa_lab.plans.fusable` (k <= 256 at block_size 8) up to its blocks per row
-    (:func:`dsa_lab.plans.fused_blocks`)."""
+    serves the shapes the public API accepts for it (k <= 256 at block_size 8, up to its blocks per row)."""
     if arm in ("triton_unfused", "triton_fused") and case.op != "blocks":
         return False
     if arm == "triton_fused":
-        from ..plans import fusable, fused_blocks
+        from .._impl import device_facts
+        from ..select import _check_fused
 
-        nblocks = -(-case.width // case.block_size)
-        return fusable(case.k, case.block_size) and nblocks <= fused_blocks(case.k, case.block_size, {"sm_count": 1})
+        try:  # (its bounds do not depend on the device)
+            _check_fused(case.k, case.block_size, case.width, device_facts(None))
+        except ValueError:
+            return False
     return True
 
 

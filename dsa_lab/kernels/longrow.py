@@ -213,11 +213,12 @@ def _longrow_stream_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, gtw
         gbase = row.to(tl.int64) * CAP
         ebase = row.to(tl.int64) * CAP_EQ
         lane = tl.arange(0, TILE)
-        nxt = _words(src_ptr, row_off, lo + lane, hi, start, tl.minimum(nlive, hi), newest, BLOCK_SCORES)
+        nl = tl.minimum(nlive, hi)  # (block scores: no read past the program's share)
+        nxt = _words(src_ptr, row_off, lo + lane, hi, start, nl, newest, BLOCK_SCORES)
         for t0 in range(lo, hi, TILE):
             h = nxt
             # the next tile's loads go out before this tile's atomics wait on their replies
-            nxt = _words(src_ptr, row_off, t0 + TILE + lane, hi, start, tl.minimum(nlive, hi), newest, BLOCK_SCORES)
+            nxt = _words(src_ptr, row_off, t0 + TILE + lane, hi, start, nl, newest, BLOCK_SCORES)
             cols = t0 + lane
             g = h > T
             e = (h == T) & (h > NEG_HI)  # (equal to T, and T above -inf)
