@@ -184,7 +184,7 @@ def _dump_one(i: int, target: str, out: str) -> dict:
     key, (launch, _) = _ITEMS[i]
     kernel = compile_for(launch, target)
     files = {}
-    for fmt in ("ptx", "cubin", "amdgcn"):
+    for fmt in ("ttgir", "ptx", "cubin", "amdgcn"):
         if fmt in kernel.asm:
             files[fmt] = f"{i:04d}.{fmt}"
             text = kernel.asm[fmt]

@@ -239,6 +239,7 @@ class Longrow:
     CH: int = 8
     num_warps: int = 8  # the sample's
     stream_warps: int = 4
+    stream_regs: int = 0  # the stream's register cap (CUDA; 0: none): more of its programs share an SM
     fin_warps: int = 16
     NB: int = LONGROW_NB
     algo = "longrow"
@@ -254,7 +255,8 @@ def longrow(rows: int, n: int, k: int, facts: dict, *, block_size: int = 1, prog
     P = programs or max(1, min(-(-n // LONGROW_TILE), -(-LONGROW_PROGRAMS * int(facts["sm_count"]) // max(rows, 1))))
     kb = 512 if k <= 512 else LONGROW_MAX_KP
     fin = 16 if int(facts.get("warp_size", 32)) == 32 else 8  # 512 lanes either way (1024 spill on AMD targets)
-    return Longrow(P=int(P), CAP=4 * kb, CAP_EQ=2 * kb, block_size=int(block_size), fin_warps=fin)
+    regs = 64 if str(facts.get("arch") or "").startswith("sm_") else 0  # 8 programs an SM, not 4 (no spill)
+    return Longrow(P=int(P), CAP=4 * kb, CAP_EQ=2 * kb, block_size=int(block_size), fin_warps=fin, stream_regs=regs)
 
 
 def _group(KP: int) -> int:

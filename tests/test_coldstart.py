@@ -11,3 +11,13 @@ def test_shapes_are_seeded_and_none_is_a_warm_list_call():
     assert all(not s["flags"] for s in a if s["entry"] == "select") and any(s["flags"] for s in a)
     warm = {(c.entry, c.rows, c.width, c.k) for c in warmup.warm_calls(max_rows=640)}
     assert not any((s["entry"], s["rows"], s["width"], s["k"]) in warm for s in a)
+
+
+def test_long_shapes_take_the_long_row_select():
+    from dsa_lab import plans
+
+    a = coldstart.shapes(32, 5, long=True)
+    assert a == coldstart.shapes(32, 5, long=True)
+    for s in a:
+        assert s["entry"] == "select" and 32768 < s["width"] < 262144 and 256 < s["k"] <= 2048
+        assert plans.select_algo(s["rows"], s["width"], s["k"], 132) == "longrow"

@@ -1,6 +1,6 @@
 """Cold start after ``dsa-lab warmup``: the first call of fresh processes at shapes the warmup never used.
 
-    dsa-lab coldstart OUT.csv [--processes 4] [--shapes 24] [--seed 0] [--preload]
+    dsa-lab coldstart OUT.csv [--processes 4] [--shapes 24] [--seed 0] [--preload] [--long]
 
 Each of ``--processes`` fresh Python processes initialises CUDA first (not timed), then makes the first call of
 ``dsa_lab.topk_select`` / ``dsa_lab.select_candidate_blocks`` at its share of random shapes (:func:`shapes`: rows
@@ -9,6 +9,8 @@ then a second call at the same shape (the steady cost of the call path, host inc
 against the exact reference (output poisoned).  ``warmed``: every kernel the call launched is in the warm list
 (:mod:`dsa_lab.warmup`); ``first_in_process``: a kernel new to the process.  ``--preload``: each process calls
 :func:`dsa_lab.warmup.preload` after CUDA is initialised, as a server would at startup (its time in ``preload_ms``).
+``--long``: every shape a ``select`` over long rows (widths 32769-262143, k 257-2048, rows x width at least
+``plans.LONGROW_MIN_COLUMNS``: the long-row select's first calls).
 Rows go to OUT.csv with the run's metadata beside it; exit status 1 unless every call's ids matched.  Needs a CUDA
 GPU and a warmed Triton cache (``TRITON_CACHE_DIR``).
 """
@@ -27,11 +29,21 @@ COLUMNS = ["entry", "rows", "width", "k", "first_call_ms", "second_call_ms", "wa
            "process", "seed", "preload_ms", "flags"]
 
 
-def shapes(n: int, seed: int) -> list[dict]:
+def shapes(n: int, seed: int, *, long: bool = False) -> list[dict]:
     """``n`` random shapes, alternately ``select`` and ``full``, none of them a shape of the warm list (whose widths
-    are 32768 / 262144 / 1000 / 8000); every fourth ``full`` call from the second asks for flags."""
+    are 32768 / 262144 / 1000 / 8000); every fourth ``full`` call from the second asks for flags.  ``long``: every
+    shape a ``select`` of k 257-2048 over rows of 32769-262143 columns, ``rows x width >= 2^18``."""
     rng = random.Random(seed)
     out = []
+    if long:
+        from ..plans import LONGROW_MIN_COLUMNS
+
+        for i in range(n):
+            width = rng.randint(32769, 262143)
+            rows = rng.randint(-(-LONGROW_MIN_COLUMNS // width), 640)
+            k = rng.choice([rng.randint(257, 512), rng.randint(513, 2048)])
+            out.append({"entry": "select", "rows": rows, "width": width, "k": k, "flags": False})
+        return out
     for i in range(n):
         entry = ("select", "full")[i % 2]
         rows = rng.randint(1, 640)
@@ -115,6 +127,7 @@ def add_arguments(p) -> None:
     p.add_argument("--shapes", type=int, default=24)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--preload", action="store_true", help="each process calls dsa_lab.warmup.preload() first")
+    p.add_argument("--long", action="store_true", help="long-row select shapes only (the long-row first calls)")
 
 
 def run(args) -> int:
@@ -127,7 +140,7 @@ def run(args) -> int:
     root = str(data.repo_root())
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    shs = shapes(args.shapes, args.seed)
+    shs = shapes(args.shapes, args.seed, long=args.long)
     rows = []
     for p in range(args.processes):
         spec = {"shapes": shs[p::args.processes], "seed": args.seed, "process": p, "preload": args.preload}
