@@ -200,3 +200,19 @@ def test_full_stage_arms_fused_only_where_it_serves(tmp_path):
     small = sw.pending_arms(plan.Point("full", "full", 512, 1, 1, 64, "normal"))
     big = sw.pending_arms(plan.Point("full", "full", 512, 1, 1, 2048, "normal"))
     assert "triton_fused" in small and "triton_fused" not in big and "triton" in big
+
+
+def test_step_suite_at_block_size_one_beside_block_size_eight(tmp_path):
+    """``--block-size 1`` (DeepSeek V3.2's top-k of tokens) records its own rows beside the block-size-8 ones: the
+    block size is part of a row's key, so neither run skips the other's points."""
+    base = ["sweep", "--suite", "step", "--contexts", "256", "--concurrency", "1", "--next-n", "2",
+            "--out", str(tmp_path)] + SEED
+    assert cli.main(base + ["--block-size", "1"]) == 0
+    one = data.load_rows(tmp_path / "step_breakdown.csv")
+    assert one and {r["block_size"] for r in one} == {1} and all(r["check"] == "ok" for r in one)
+    assert ("fused", "step") in {(r["arm"], r["stage"]) for r in one}
+    assert cli.main(base) == 0
+    rows = data.load_rows(tmp_path / "step_breakdown.csv")
+    assert {r["block_size"] for r in rows} == {1, 8} and len(rows) == 2 * len(one)
+    assert cli.main(base + ["--block-size", "1"]) == 0  # every point recorded: nothing added
+    assert len(data.load_rows(tmp_path / "step_breakdown.csv")) == len(rows)

@@ -12,13 +12,13 @@ from .plan import BLOCK_SIZE, Point, on_gpu
 
 
 def _flags_fn():
-    """(name, fn(ids, width) -> flags): the package's Triton flags where Triton runs (a GPU or the interpreter),
-    else its torch flags."""
+    """(name, fn(ids, width, block_size=8) -> flags): the package's Triton flags where Triton runs (a GPU or the
+    interpreter), else its torch flags."""
     from ...flags import candidate_flags
 
-    if on_gpu() or _interp():
-        return "triton", lambda ids, width: candidate_flags(ids, width, impl="triton")
-    return "torch", lambda ids, width: candidate_flags(ids, width, impl="torch")
+    impl = "triton" if on_gpu() or _interp() else "torch"
+    return impl, lambda ids, width, block_size=BLOCK_SIZE: candidate_flags(ids, width, block_size=block_size,
+                                                                          impl=impl)
 
 
 def _interp() -> bool:
@@ -27,15 +27,15 @@ def _interp() -> bool:
     return interpreter_active()
 
 
-def padded_scores(logits, ends):
+def padded_scores(logits, ends, block_size: int = BLOCK_SIZE):
     """Block scores as the upstream kernel computes them (its reads follow the padded width): the torch arms."""
     from ...scores import block_scores
 
     if on_gpu() or _interp():
         from ...launch.scores import block_scores as block_scores_triton
 
-        return block_scores_triton(logits, ends, None, BLOCK_SIZE, 1, padded=True)
-    return block_scores(logits, ends, block_size=BLOCK_SIZE, impl="torch")
+        return block_scores_triton(logits, ends, None, block_size, 1, padded=True)
+    return block_scores(logits, ends, block_size=block_size, impl="torch")
 
 
 def torch_topk_store(scores: torch.Tensor, k: int) -> torch.Tensor:
@@ -111,7 +111,8 @@ def reference_ids(p: Point, inp: dict) -> torch.Tensor:
 
     if p.stage == "select":
         return topk_select(inp["scores"], p.k, lengths=inp["lengths"], impl="reference")
-    return select_candidate_blocks(inp["logits"], inp["ends"], p.k, block_size=BLOCK_SIZE, impl="reference")
+    return select_candidate_blocks(inp["logits"], inp["ends"], p.k, block_size=p.block_size or BLOCK_SIZE,
+                                   impl="reference")
 
 
 def mismatched_rows(got: torch.Tensor, ref: torch.Tensor) -> int:

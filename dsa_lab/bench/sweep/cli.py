@@ -41,6 +41,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--heads", type=int, default=None,
                    help="indexer heads for step/producer (default 64; 32 without a GPU)")
     p.add_argument("--block-kv", type=int, default=BLOCK_KV, help="tokens per KV-cache block (default 64)")
+    p.add_argument("--block-size", type=int, default=None,
+                   help="the step suite's candidate block size (default 8; 1: DeepSeek V3.2's top-k of tokens)")
     p.add_argument("--timer", choices=("graph", "triton"), default="graph",
                    help="graph: this package's CUDA-graph replay timing (default); triton: "
                         "triton.testing.do_bench_cudagraph (for a cross-check)")

@@ -41,7 +41,7 @@ STAGE_ARMS = {
     "full": ("torch", "torch_live", "triton", "triton_fused"),
 }
 CSV_NAME = {"select": "select_sweep", "full": "select_sweep", "step": "step_breakdown", "producer": "producer_sweep"}
-KEY = ("arm", "stage", "context", "concurrency", "next_n", "k", "dist")
+KEY = ("arm", "stage", "context", "concurrency", "next_n", "k", "dist", "block_size")  # producer rows: no block size
 
 SELECT_COLUMNS = [
     "arm", "stage", "context", "concurrency", "next_n", "rows", "k", "dist",
@@ -67,7 +67,9 @@ COLUMNS = {"select_sweep": SELECT_COLUMNS, "step_breakdown": STEP_COLUMNS, "prod
 
 @dataclasses.dataclass(frozen=True)
 class Point:
-    """One point of the plan: ``stage`` of ``suite`` at a context, concurrency, next_n, k and value law."""
+    """One point of the plan: ``stage`` of ``suite`` at a context, concurrency, next_n, k and value law; the block
+    size of its candidates (the step suite's may differ: ``--block-size 1`` is DeepSeek V3.2's top-k of tokens;
+    None for the producer suite, which selects nothing)."""
 
     suite: str
     stage: str  # select/full; "step"/"producer" for those suites (they record several stages per point)
@@ -76,6 +78,7 @@ class Point:
     next_n: int
     k: int
     dist: str
+    block_size: int | None = BLOCK_SIZE
 
     @property
     def rows(self) -> int:
@@ -155,8 +158,9 @@ def build_plan(args) -> list[Point]:
             else:
                 c_all, b_all, n_all = CPU_STEP_CONTEXTS, (1,), (2,)
             k = (ks or [64 if gpu else CPU_KS[0]])[0]
+            bs = getattr(args, "block_size", None) or BLOCK_SIZE
             for c, b, n in itertools.product(contexts or c_all, conc or b_all, nn or n_all):
-                points.append(Point(suite, suite, c, b, n, k, "producer"))
+                points.append(Point(suite, suite, c, b, n, k, "producer", bs if suite == "step" else None))
     # dedupe; the main grid (k = 64, normal) of every suite first, so a time-boxed run records it first
     seen, out = set(), []
     for p in points:

@@ -54,7 +54,8 @@ def write_meta(out_dir: Path, name: str, command: str, sw: Sweep, plan, *, statu
         "timing": bench.timing_method(),
         "performance_measurement": on_gpu(),
         "max_model_len": sw.mml,
-        "block_size": BLOCK_SIZE,
+        # this run's (the rows carry their own: a step CSV may hold both)
+        "block_size": (getattr(sw.args, "block_size", None) or BLOCK_SIZE) if name == "step_breakdown" else BLOCK_SIZE,
         "flags_impl": sw.flags_name,
         "arms_available": {s: arms_for(s) for s in ("select", "full")},
         "base_seed": sw.base_seed,

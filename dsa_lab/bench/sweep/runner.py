@@ -102,14 +102,14 @@ class Sweep:
                 if not fusable(p.k, BLOCK_SIZE):  # the fused kernel does not serve this k (k > 256)
                     arms.remove("triton_fused")
             return [a for a in arms if not rec.has(arm=a, stage=p.stage, context=p.context, concurrency=p.concurrency,
-                                                   next_n=p.next_n, k=p.k, dist=p.dist)]
+                                                   next_n=p.next_n, k=p.k, dist=p.dist, block_size=BLOCK_SIZE)]
         stages = STEP_STAGES if p.suite == "step" else PRODUCER_STAGES
         todo = []
         for arm, stage in stages:
             if self.wanted_arms and arm not in self.wanted_arms:
                 continue
             if not rec.has(arm=arm, stage=stage, context=p.context, concurrency=p.concurrency, next_n=p.next_n,
-                           k=p.k, dist=p.dist):
+                           k=p.k, dist=p.dist, block_size=p.block_size):
                 todo.append(f"{arm}:{stage}")
         return todo
 
@@ -188,6 +188,7 @@ class Sweep:
         from ..step import DecodeStep
 
         seed = self.seed_for(p)
+        bs = p.block_size or BLOCK_SIZE  # (the producer suite selects nothing: its rows carry no block size)
         rec = self.recorder(p.suite)
         heads = self.args.heads or (HEADS if on_gpu() else CPU_HEADS)
         prob = random_decode_problem(p.concurrency, p.next_n, p.context, num_heads=heads, head_dim=HEAD_DIM,
@@ -214,17 +215,17 @@ class Sweep:
         from ...scores import block_scores
         from ...select import select_candidate_blocks, topk_select
 
-        live = [-(-e // BLOCK_SIZE) for e in ends_list]
-        nb = -(-self.mml // BLOCK_SIZE)
+        live = [-(-e // bs) for e in ends_list]
+        nb = -(-self.mml // bs)
         live_t = torch.tensor(live, dtype=torch.int32, device=self.device)
         flags_fn = self.flags_fn
         sel_out = torch.empty((p.rows, k), dtype=torch.int32, device=self.device)
-        scores_b = block_scores(logits, ends, block_size=BLOCK_SIZE, impl="triton")
-        scores_p = padded_scores(logits, ends)
+        scores_b = block_scores(logits, ends, block_size=bs, impl="triton")
+        scores_p = padded_scores(logits, ends, bs)
         ids_t = topk_select(scores_b, k, lengths=live_t, impl="triton")
         ids_u = torch_topk_store(scores_p, k)
         mm = mismatched_rows(ids_t, ids_u) if on_gpu() else mismatched_rows(
-            ids_t, reference_ids(Point("full", "full", 0, 0, 0, k, ""), {"logits": logits, "ends": ends}))
+            ids_t, reference_ids(Point("full", "full", 0, 0, 0, k, "", bs), {"logits": logits, "ends": ends}))
         check = "ok" if mm == 0 else f"mismatch:{mm}/{p.rows}"
         if mm:
             self.mismatches.append(f"step {p}: {mm} rows differ")
@@ -236,21 +237,21 @@ class Sweep:
         def step_triton():
             logits_triton()
             producer.sanitize_decode_logits(logits, ends)
-            return select_candidate_blocks(logits, ends, k, block_size=BLOCK_SIZE, impl="triton", out=sel_out,
+            return select_candidate_blocks(logits, ends, k, block_size=bs, impl="triton", out=sel_out,
                                            with_flags=True)[1]
 
         # the fused composition (the default DecodeStep): the producer also writes sanitized logits, the block
         # scores and zeroed flags; the select reads the scores.  Its own buffers: nothing to restore.
         fstep, f_check = None, ""
         if p.suite == "step":
-            fstep = DecodeStep(q, kv, w, ctx, bt, self.mml, topk_blocks=k, block_size=BLOCK_SIZE,
+            fstep = DecodeStep(q, kv, w, ctx, bt, self.mml, topk_blocks=k, block_size=bs,
                                         impl="triton")
             fstep.run()
             f_ids = fstep.candidates.clone()
-            f_ref = torch_topk_store(padded_scores(fstep.logits, ends), k) if on_gpu() else reference_ids(
-                Point("full", "full", 0, 0, 0, k, ""), {"logits": fstep.logits, "ends": ends})
+            f_ref = torch_topk_store(padded_scores(fstep.logits, ends, bs), k) if on_gpu() else reference_ids(
+                Point("full", "full", 0, 0, 0, k, "", bs), {"logits": fstep.logits, "ends": ends})
             fm = mismatched_rows(f_ids, f_ref)
-            f_flags_ok = torch.equal(fstep.flags, flags_fn(f_ids, self.mml))
+            f_flags_ok = torch.equal(fstep.flags, flags_fn(f_ids, self.mml, bs))
             f_check = "ok" if fm == 0 and f_flags_ok else f"mismatch:{fm}/{p.rows}" + ("" if f_flags_ok else ",flags")
             if f_check != "ok":
                 self.mismatches.append(f"fused step {p}: {f_check}")
@@ -262,35 +263,35 @@ class Sweep:
         def step_torch():
             logits_triton()
             torch.nan_to_num_(logits, nan=float("-inf"))
-            ids = torch_topk_store(padded_scores(logits, ends), k)
-            return flags_fn(ids, self.mml)
+            ids = torch_topk_store(padded_scores(logits, ends, bs), k)
+            return flags_fn(ids, self.mml, bs)
 
         if p.suite == "step":
             fns = {
                 ("triton", "logits"): (logits_triton, logits_bytes),
                 ("triton", "sanitize"): (lambda: producer.sanitize_decode_logits(logits, ends), 2 * win),
-                ("triton", "scores"): (lambda: block_scores(logits, ends, block_size=BLOCK_SIZE, impl="triton"),
+                ("triton", "scores"): (lambda: block_scores(logits, ends, block_size=bs, impl="triton"),
                                        win + p.rows * nb * 4),  # every slot written (-inf past the extent)
                 ("triton", "select"): (lambda: topk_select(scores_b, k, lengths=live_t, impl="triton", out=sel_out),
                                        sel_bytes("triton")),
-                ("triton", "flags"): (lambda: flags_fn(ids_t, self.mml), flag_bytes),
+                ("triton", "flags"): (lambda: flags_fn(ids_t, self.mml, bs), flag_bytes),
                 ("triton", "candidates"): (lambda: select_candidate_blocks(
-                    logits, ends, k, block_size=BLOCK_SIZE, impl="triton", out=sel_out, with_flags=True)[1],
-                    roofline.full_bytes("triton", ends_list, self.mml, BLOCK_SIZE, k)),
+                    logits, ends, k, block_size=bs, impl="triton", out=sel_out, with_flags=True)[1],
+                    roofline.full_bytes("triton", ends_list, self.mml, bs, k)),
                 ("triton", "step"): (step_triton, logits_bytes + 2 * win
-                                     + roofline.full_bytes("triton", ends_list, self.mml, BLOCK_SIZE, k)),
-                ("fused", "logits"): (fstep.stage_logits, logits_bytes + win // BLOCK_SIZE + p.rows * (nb + 1)),
+                                     + roofline.full_bytes("triton", ends_list, self.mml, bs, k)),
+                ("fused", "logits"): (fstep.stage_logits, logits_bytes + win // bs + p.rows * (nb + 1)),
                 ("fused", "candidates"): (fstep.stage_candidates, sel_bytes("triton") + p.rows * k),
-                ("fused", "step"): (fused_step, logits_bytes + win // BLOCK_SIZE + p.rows * (nb + 1)
+                ("fused", "step"): (fused_step, logits_bytes + win // bs + p.rows * (nb + 1)
                                     + sel_bytes("triton") + p.rows * k),
                 ("torch", "sanitize"): (lambda: torch.nan_to_num_(logits, nan=float("-inf")),
                                         2 * p.rows * self.mml * 4),
-                ("torch", "scores"): (lambda: padded_scores(logits, ends),
+                ("torch", "scores"): (lambda: padded_scores(logits, ends, bs),
                                       p.rows * self.mml * 4 + p.rows * nb * 4),
                 ("torch", "select"): (lambda: torch_topk_store(scores_p, k), sel_bytes("torch")),
-                ("torch", "flags"): (lambda: flags_fn(ids_u, self.mml), flag_bytes),
+                ("torch", "flags"): (lambda: flags_fn(ids_u, self.mml, bs), flag_bytes),
                 ("torch", "step"): (step_torch, logits_bytes + 2 * p.rows * self.mml * 4
-                                    + roofline.full_bytes("torch", ends_list, self.mml, BLOCK_SIZE, k)),
+                                    + roofline.full_bytes("torch", ends_list, self.mml, bs, k)),
             }
         else:
             fns = {
@@ -330,7 +331,7 @@ class Sweep:
             row = self.base_row(p, arm, stage, t, nbytes, seed, row_check, launches=launches, flops=flops)
             row.update(common)
             if p.suite == "step":
-                row["block_size"] = BLOCK_SIZE
+                row["block_size"] = bs
             else:
                 row["write_bytes"] = pb["write"] if stage == "logits" else 0
                 row["flops"] = flops
