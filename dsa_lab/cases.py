@@ -105,7 +105,7 @@ MATRIX: tuple[Case, ...] = (
          cpu_rows=10, cpu_width=1024),
     # --- token-level top-k on long rows (the long-row select at GPU scale): widths past one register tile, every
     # value law, ragged and zero lengths, k above the live length, row repeats, the candidate path at block size 1
-    Case("long_w32769_ragged", "select", 16, 32769, 2048, ends="ragged"),
+    Case("long_w32769_ragged", "select", 32, 32769, 2048, ends="ragged"),
     Case("long_w65536_shifted_narrow", "select", 64, 65536, 2048, ends="full", dist="shifted_narrow"),
     Case("long_w131072_equal", "select", 8, 131072, 2048, ends="full", dist="equal"),
     Case("long_w163840_three", "select", 16, 163840, 512, ends="ragged", dist="three"),

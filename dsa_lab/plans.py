@@ -71,7 +71,8 @@ LONGROW_MAX_KP = 2048  # the long-row select serves k buckets 512 and 2048 on ro
 LONGROW_TILE = 1024  # columns a step of a long-row stream program
 LONGROW_PROGRAMS = 16  # long-row programs per SM in all, at most (one tile each at least)
 LONGROW_NB = 2048  # buckets of the long-row finish's histogram (of the candidates' distance above the threshold)
-LONGROW_MIN_COLUMNS = 1 << 18  # the long-row select from this many columns in all (rows x width); the radix below
+LONGROW_MIN_WIDTH = 1 << 17  # the long-row select on rows this wide at any row count (the radix's passes cost more)
+LONGROW_MIN_COLUMNS = 1 << 20  # and on narrower rows from this many columns in all (rows x width); the radix below
 SCORES_MULT = 32  # scores launch: about 32 x SM programs in all
 SCORES_LANES = 4096  # logits per scores tile, whatever the width
 MASK_TILE, MASK_PROGRAMS = 2048, 16
@@ -117,7 +118,8 @@ def select_algo(rows: int, n: int, k: int, sm_count: int) -> str:
     few_cols = BISECT_ANY_ROWS[0] <= n <= BISECT_ANY_ROWS[1]
     if kp >= RADIX_PAR_MIN_KP and n <= BISECT_MAX_COLS and (few_cols or rows >= BISECT_MIN_ROWS_PER_SM * sm_count):
         return "bisect"
-    if RADIX_PAR_MIN_KP <= kp <= LONGROW_MAX_KP and n > BISECT_MAX_COLS and rows * n >= LONGROW_MIN_COLUMNS:
+    if RADIX_PAR_MIN_KP <= kp <= LONGROW_MAX_KP and n > BISECT_MAX_COLS and (
+            n >= LONGROW_MIN_WIDTH or rows * n >= LONGROW_MIN_COLUMNS):
         return "longrow"
     if kp >= RADIX_MIN_KP or (kp >= RADIX_PAR_MIN_KP and radix_programs(rows, n, sm_count) > 1):
         return "radix"

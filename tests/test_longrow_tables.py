@@ -48,7 +48,7 @@ def test_stage_rows_split_a_profiled_call():
 def test_recorded_stages_account_for_the_call():
     """The committed H100 profile: the three launches of each long-row point add up to about its call (they
     overlap a little under programmatic dependent launch)."""
-    rows, _, _ = records.load_records("longrow/ab/ab_v3_stream", gpu="h100")
+    rows, _, _ = records.load_records("longrow/ab/ab_v3_regs", gpu="h100")
     out = longrow.stage_rows(rows)
     assert len(out) >= 6
     for r in out:
@@ -66,16 +66,17 @@ def test_peers_rows_ratios_each_against_its_own_torch():
 
 
 def test_recorded_crossover_agrees_with_the_rule():
-    """The committed H100 crossover: where the rule (2^18 columns in all) picks the slower kernel, it loses at most
-    15 %."""
+    """The committed H100 crossover (four widths, 1-64 rows, k = 512 / 2048): where the rule (rows of 2^17 columns,
+    or 2^20 columns in all) picks the slower kernel, it loses at most 10 %, at 2 points of 56 at most."""
     rows, meta, _ = records.load_records("longrow/crossover", gpu="h100")
     out = longrow.crossover_rows(rows, sm_count=meta["sm_count"])
-    assert len(out) == 28
-    for r in out:
-        if r["faster"] != r["rule"]:
-            picked = float(r[f"{r['rule']}_us"])
-            best = min(float(r["radix_us"]), float(r["longrow_us"]))
-            assert picked <= 1.15 * best, r
+    assert len(out) == 56
+    missed = [r for r in out if r["faster"] != r["rule"]]
+    assert len(missed) <= 2
+    for r in missed:
+        picked = float(r[f"{r['rule']}_us"])
+        best = min(float(r["radix_us"]), float(r["longrow_us"]))
+        assert picked <= 1.10 * best, r
 
 
 def test_streams_record_summary(tmp_path):
@@ -94,3 +95,60 @@ def test_transcribed_label():
     assert records.record_label({"gpu_name": "G", "transcribed": True}, "x.csv").endswith(
         "(transcribed, not measured here)")
     assert "seed PR numbers" in records.record_label({"gpu_name": "G"}, "data/mi355x_seed/x.csv")
+
+
+def _prof(arm, rows, stream):
+    return {"arm": arm, "rows": rows, "width": 262144, "k": 2048, "median_us": stream + 20.0,
+            "kernels": f"_longrow_sample_kernel=10.0;_longrow_stream_kernel={stream};_longrow_finish_kernel=10.0"}
+
+
+def test_stream_parts_rows_one_column_per_tree():
+    a = [_prof("old", 64, 84.9), _prof("old", 640, 678.1), _prof("pkg_x", 640, 457.2)]
+    b = [_prof("pkg_y", 640, 272.9)]
+    out = longrow.stream_parts_rows({"full": (a, "old"), "x": (a, "pkg_x"), "y": (b, "pkg_y")})
+    assert [(r["rows"], r["full"], r["x"], r["y"]) for r in out] == [(64, "84.9", "—", "—"),
+                                                                      (640, "678.1", "457.2", "272.9")]
+    assert longrow.stream_parts_rows({"full": (a, "old")}, where={"rows": 640})[0]["full"] == "678.1"
+
+
+def test_recorded_stream_parts_cost_more_than_the_count_alone():
+    """The committed ablations (H100): every part taken out of the stream makes it faster, and the count alone is the
+    fastest of them, so the table the notebook prints reads as what each part costs."""
+    parts = records.load_records("longrow/ab/ab_v3_parts", gpu="h100")[0]
+    vec = records.load_records("longrow/ab/ab_v3_vec", gpu="h100")[0]
+    (r,) = longrow.stream_parts_rows({"full": (parts, "old"), "nohist": (parts, "pkg_nohist"),
+                                      "nostore": (parts, "pkg_nostore"), "count": (vec, "pkg_nocold")},
+                                     where={"rows": 640, "width": 262144})
+    t = {k: float(r[k]) for k in ("full", "nohist", "nostore", "count")}
+    assert t["count"] < t["nostore"] < t["nohist"] < t["full"]
+
+
+def test_step_rows_pair_the_fused_step_with_torch():
+    def row(arm, stage, us, bs=1, check="ok"):
+        return {"arm": arm, "stage": stage, "context": 131072, "concurrency": 32, "next_n": 1, "k": 2048,
+                "median_us": us, "block_size": bs, "check": check}
+    rows = [row("fused", "logits", 200.0), row("fused", "candidates", 50.0), row("fused", "step", 250.0),
+            row("torch", "select", 170.0), row("torch", "step", 500.0), row("fused", "step", 1.0, bs=8)]
+    (r,) = longrow.step_rows(rows)
+    assert (r["producer_us"], r["select_us"], r["step_us"], r["torch_step_us"], r["speedup"], r["check"]) == (
+        "200.0", "50.0", "250.0", "500.0", "2.00x", "ok")
+    (r8,) = longrow.step_rows(rows, block_size=8)
+    assert r8["step_us"] == "1.0" and r8["torch_step_us"] == "—" and r8["speedup"] == "—"
+
+
+def test_recorded_v32_step_checks_every_point():
+    rows = records.load_records("step_breakdown", gpu="h100")[0]
+    out = longrow.step_rows(rows)
+    assert {(r["concurrency"], r["next_n"]) for r in out} == {(c, n) for c in (1, 32, 128) for n in (1, 3)}
+    assert all(r["check"] == "ok" and r["speedup"] != "—" for r in out)
+
+
+def test_first_call_summary():
+    rows = [{"first_call_ms": 0.5, "warmed": "True", "ok": True}, {"first_call_ms": 0.7, "warmed": True, "ok": "True"}]
+    assert longrow.first_call_summary(rows) == {"calls": 2, "worst_ms": "0.70", "median_ms": "0.60",
+                                                "all_warmed": True, "all_ok": True}
+    assert not longrow.first_call_summary(rows + [{"first_call_ms": 60.0, "warmed": "False", "ok": "True"}])[
+        "all_warmed"]
+    rec = records.load_records("longrow/coldstart_long", gpu="h100")[0]
+    s = longrow.first_call_summary(rec)
+    assert s["calls"] == 24 and s["all_warmed"] and s["all_ok"] and float(s["worst_ms"]) <= 50

@@ -216,13 +216,15 @@ def test_longrow_candidate_blocks_at_block_size_one(starts, fresh_seed):
 
 
 def test_longrow_rule():
-    """k of 257-2048 on rows wider than the bisect select's tile take the long-row select from 2^18 columns in all
-    (rows x width), the radix select below; k above 2048 the radix select; at block size 1 the candidate path reads
-    the logits itself, at larger block sizes it keeps the scores launch and the radix select."""
+    """k of 257-2048 on rows wider than the bisect select's tile take the long-row select on rows of 2^17 columns
+    and more at any row count, on narrower rows from 2^20 columns in all (rows x width), the radix select below; k
+    above 2048 the radix select; at block size 1 the candidate path reads the logits itself, at larger block sizes it
+    keeps the scores launch and the radix select."""
     f = {"sm_count": 132, "name": "x"}
     assert plans.select_algo(1, 262144, 2048, 132) == "longrow" == plans.select_algo(640, 262144, 300, 132)
-    assert plans.select_algo(1, 131072, 2048, 132) == "radix" == plans.select_algo(2, 65536, 512, 132)
-    assert plans.select_algo(4, 65536, 512, 132) == "longrow"
+    assert plans.select_algo(1, 131072, 2048, 132) == "longrow" == plans.select_algo(1, 163840, 512, 132)
+    assert plans.select_algo(1, 131071, 2048, 132) == "radix" == plans.select_algo(8, 65536, 512, 132)
+    assert plans.select_algo(16, 65536, 512, 132) == "longrow" == plans.select_algo(32, 32769, 2048, 132)
     assert plans.select_algo(64, 65536, 4096, 132) == "radix" and plans.select_algo(640, 32768, 2048, 132) == "bisect"
     assert plans.select_algo(1, 65536, 256, 132) == "hier"
     pl = plans.select(640, 262144, 2048, f)
@@ -247,3 +249,16 @@ def test_longrow_compiles_once():
               for s in (False, True)]
     got = {key for key in warmup.variants(calls, warmup.H200) if "_longrow" in key}
     assert got <= warm, got - warm
+
+
+def test_every_long_matrix_case_takes_the_long_row_select():
+    """The named matrix's long-row cases are there to run the long-row select at GPU sizes: each must be a shape the
+    rule sends to it (a rule change that moved one to the radix would leave that path's cases untested)."""
+    from dsa_lab import cases
+
+    long = [c for c in cases.MATRIX if c.name.startswith("long_")]
+    assert len(long) >= 11
+    for c in long:
+        n = c.width if c.op == "select" else -(-c.width // c.block_size)
+        for sm in (132, 256, 304):  # H100 / H200, MI355X, MI300X
+            assert plans.select_algo(c.rows, n, c.k, sm) == "longrow", (c.name, sm)

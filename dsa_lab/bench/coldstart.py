@@ -9,8 +9,8 @@ then a second call at the same shape (the steady cost of the call path, host inc
 against the exact reference (output poisoned).  ``warmed``: every kernel the call launched is in the warm list
 (:mod:`dsa_lab.warmup`); ``first_in_process``: a kernel new to the process.  ``--preload``: each process calls
 :func:`dsa_lab.warmup.preload` after CUDA is initialised, as a server would at startup (its time in ``preload_ms``).
-``--long``: every shape a ``select`` over long rows (widths 32769-262143, k 257-2048, rows x width at least
-``plans.LONGROW_MIN_COLUMNS``: the long-row select's first calls).
+``--long``: every shape a ``select`` the long-row select serves (widths 32769-262143, k 257-2048, rows from where
+its rule starts: the long-row select's first calls).
 Rows go to OUT.csv with the run's metadata beside it; exit status 1 unless every call's ids matched.  Needs a CUDA
 GPU and a warmed Triton cache (``TRITON_CACHE_DIR``).
 """
@@ -32,15 +32,15 @@ COLUMNS = ["entry", "rows", "width", "k", "first_call_ms", "second_call_ms", "wa
 def shapes(n: int, seed: int, *, long: bool = False) -> list[dict]:
     """``n`` random shapes, alternately ``select`` and ``full``, none of them a shape of the warm list (whose widths
     are 32768 / 262144 / 1000 / 8000); every fourth ``full`` call from the second asks for flags.  ``long``: every
-    shape a ``select`` of k 257-2048 over rows of 32769-262143 columns, ``rows x width >= 2^18``."""
+    shape a ``select`` of k 257-2048 over rows of 32769-262143 columns that the long-row select serves."""
     rng = random.Random(seed)
     out = []
     if long:
-        from ..plans import LONGROW_MIN_COLUMNS
+        from ..plans import LONGROW_MIN_COLUMNS, LONGROW_MIN_WIDTH
 
         for i in range(n):
             width = rng.randint(32769, 262143)
-            rows = rng.randint(-(-LONGROW_MIN_COLUMNS // width), 640)
+            rows = rng.randint(1 if width >= LONGROW_MIN_WIDTH else -(-LONGROW_MIN_COLUMNS // width), 640)
             k = rng.choice([rng.randint(257, 512), rng.randint(513, 2048)])
             out.append({"entry": "select", "rows": rows, "width": width, "k": k, "flags": False})
         return out

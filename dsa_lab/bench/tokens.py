@@ -6,7 +6,7 @@
 Points: ``--grid`` rows x widths x k x lengths (``full``: every row live; ``ragged``: uniform in [width/2, width]);
 ``--prefill``: 4096 rows with causal lengths (row i live up to (i + 1) x width / 4096); ``--laws``: the value laws
 at 64 x 262144 and 640 x 65536, k = 2048; ``--probe``: the long-row select at other tiles and warps too;
-``--crossover``: the long-row and radix selects forced, at 1-64 rows. Columns
+``--crossover``: the long-row and radix selects forced, at 1-64 rows of each width. Columns
 past a row's length hold ``-inf`` (as the producer leaves them), so both arms see the same rows. Arms: ``torch``
 (``torch.topk`` over the row, then the store of int32 ids with ``-1`` for ``-inf``: the upstream path) and
 ``triton`` (``dsa_lab.topk_select``). Each point: fresh inputs, the triton arm's ids compared with the exact
@@ -50,7 +50,7 @@ def points(args) -> list[tuple]:
     if args.probe:
         out += [("probe", r, w, 2048, "full", "normal") for r, w in ((1, 131072), (64, 262144), (640, 262144))]
     if args.crossover:
-        out += [("crossover", r, w, k, "full", "normal") for k in (2048, 512) for w in (65536, 262144)
+        out += [("crossover", r, w, k, "full", "normal") for k in (2048, 512) for w in args.widths
                 for r in (1, 2, 4, 8, 16, 32, 64)]
     return out
 

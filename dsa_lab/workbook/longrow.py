@@ -125,3 +125,52 @@ def stage_rows(rows, *, arm: str = "new") -> list[dict]:
                     "stream_us": f"{us['stream']:.1f}", "finish_us": f"{us['finish']:.1f}",
                     "stream_GB/s": f"{nbytes / us['stream'] / 1e3:.0f}"})
     return out
+
+
+def stream_parts_rows(records_by_arm: dict, *, where: dict | None = None) -> list[dict]:
+    """The stream launch's µs at each point under several trees (``{label: (rows, arm)}``: ``dsa-lab ab --profile``
+    records and the arm in each), one column per label: an ablation read as what each part of the stream costs.
+    ``where``: keep the points whose fields equal these."""
+    pts: dict = {}
+    for label, (rows, arm) in records_by_arm.items():
+        for r in stage_rows(rows, arm=arm):
+            if where and any(r[f] != v for f, v in where.items()):
+                continue
+            pts.setdefault((r["rows"], r["width"], r["k"]), {})[label] = r["stream_us"]
+    return [{"rows": rw, "width": w, "k": k, **{lab: parts.get(lab, "—") for lab in records_by_arm}}
+            for (rw, w, k), parts in sorted(pts.items())]
+
+
+def step_rows(rows, *, block_size: int = 1) -> list[dict]:
+    """The decode step of a ``dsa-lab sweep --suite step`` record at ``block_size`` per (context, concurrency,
+    next_n): the producer (the fused step's logits launch), the fused step, the upstream torch composition's step and
+    its ``torch.topk`` select, and the fused step's speedup over torch's."""
+    pts: dict = {}
+    for r in rows or ():
+        if int(r.get("block_size") or 0) != block_size:
+            continue
+        key = (int(r["context"]), int(r["concurrency"]), int(r["next_n"]), int(r["k"]))
+        pts.setdefault(key, {})[(str(r["arm"]), str(r["stage"]))] = r
+    out = []
+    for (ctx, conc, nn, k), st in sorted(pts.items()):
+        us = {name: float(st[key]["median_us"]) if key in st else None
+              for name, key in (("producer", ("fused", "logits")), ("select", ("fused", "candidates")),
+                                ("step", ("fused", "step")), ("torch_select", ("torch", "select")),
+                                ("torch_step", ("torch", "step")))}
+        fmt = {f"{n}_us": (f"{v:.1f}" if v is not None else "—") for n, v in us.items()}
+        x = f"{us['torch_step'] / us['step']:.2f}x" if us["step"] and us["torch_step"] else "—"
+        checks = {str(r["check"]) for r in st.values()}
+        out.append({"context": ctx, "concurrency": conc, "next_n": nn, "k": k, **fmt, "speedup": x,
+                    "check": "ok" if checks == {"ok"} else ",".join(sorted(checks))})
+    return out
+
+
+def first_call_summary(rows) -> dict:
+    """A ``dsa-lab coldstart`` record in one line's facts: calls, the worst and median first call (ms), whether every
+    kernel was in the warm list and every call's ids were right."""
+    rows = list(rows or ())
+    firsts = [float(r["first_call_ms"]) for r in rows]
+    truth = lambda v: str(v).lower() == "true"  # noqa: E731
+    return {"calls": len(rows), "worst_ms": f"{max(firsts):.2f}" if firsts else "—",
+            "median_ms": f"{statistics.median(firsts):.2f}" if firsts else "—",
+            "all_warmed": all(truth(r["warmed"]) for r in rows), "all_ok": all(truth(r["ok"]) for r in rows)}
