@@ -452,7 +452,7 @@ for name in ("fuzz_large_k.json", "verify_matrix_large_k.csv"):
 #
 # **Evidence.** `python -m dsa_lab.bench.tokens` on an H100, with `torch.topk` in the same process and the ids
 # compared as sets first. The table gives, per k and width, the median speedup over the grid's 20 points (1-640
-# rows, full and ragged lengths):
+# rows, full and ragged lengths; 163840 columns is the width of one of the peers' shapes below):
 
 # %%
 tok = records.load_records("longrow/tokens", gpu="h100")
@@ -473,25 +473,47 @@ if tok[0]:
 
 # %% [markdown]
 # **What it means.** Every point of the grid, every value law and every prefill shape is faster than
-# `torch.topk`: the grid medians are 2.6-3.1x, the smallest point 2.2x. The one-read floor is still far off: 3.7x
-# at 640 x 256K, 5-7x in prefill. A narrow `band` of values with sparse outliers is the slow law: 2.5x the time of
-# normal values at 64 x 256K (1.16x over `torch`). Its words fall into few buckets, so the finish searches more of
+# `torch.topk`: the grid medians are 2.7-3.2x, the smallest point 2.0x (8 ragged rows of 64K, where the rule sends
+# the radix select). The one-read floor is still far off: 3.6x at 640 x 256K, 4.7-6.5x in prefill. A narrow `band`
+# of values with sparse outliers is the slow law: 2.5x the time of normal values at 64 x 256K (1.2x over `torch`). Its words fall into few buckets, so the finish searches more of
 # them. The targets (4x over `torch`, 1.3x the floor) are still open.
 #
 # Where the time goes, from the same kind of call profiled one launch at a time (`dsa-lab ab --profile`; the
 # launches overlap a little, so the parts add up to a bit more than the call):
 
 # %%
-prof = records.load_records("longrow/ab/ab_v3_stream", gpu="h100")
+prof = records.load_records("longrow/ab/ab_v3_regs", gpu="h100")
 print(records.record_status(prof))
 if prof[0]:
     print(tables.format_table(longrow.stage_rows(prof[0])))
 
 # %% [markdown]
 # **What it means.** From 64 rows the stream launch is most of the time. It reads the row once, but at
-# 0.8-1.0 TB/s, not the card's 3.1 TB/s: each 1024-column tile ends in a reduction over its program and, at
-# about 1 % of the words, a compaction with an atomic's round trip. At a few rows the sample and the finish (about
-# 10 µs each, one program per row) are the floor of the call, about 25 µs.
+# 0.5-1.05 TB/s, not the card's 3.1 TB/s. At a few rows the sample and the finish (about 10 µs each, one program
+# per row) are the floor of the call, about 25 µs.
+#
+# Why the stream is slow: the same calls with parts of the stream taken out, one tree each, in one process (these
+# trees return wrong ids on purpose; only their stream times are read). `count only` compares each word with the
+# threshold and counts, and does nothing else:
+
+# %%
+parts = records.load_records("longrow/ab/ab_v3_parts", gpu="h100")
+vec = records.load_records("longrow/ab/ab_v3_vec", gpu="h100")
+print(records.record_status(parts))
+print(records.record_status(vec))
+if parts[0] and vec[0]:
+    print(tables.format_table(longrow.stream_parts_rows(
+        {"full": (parts[0], "old"), "no histogram": (parts[0], "pkg_nohist"), "no tile scan": (parts[0], "pkg_nocum"),
+         "no slot, scan or store": (parts[0], "pkg_nostore"), "count only": (vec[0], "pkg_nocold"),
+         "count, 16-byte loads": (vec[0], "pkg_noc")}, where={"k": 2048})))
+
+# %% [markdown]
+# **What it means.** Counting alone streams 640 x 256K in 273 µs (2.5 TB/s), 240 µs with 16-byte loads. The
+# compaction of about 1.6 % of the words costs the other 400 µs. Taken out one at a time, the tile's prefix scan
+# saves 221 µs and the histogram 115; without the slot's round trip, the scan and the stores the stream takes 322. Nsight Compute on the stream launch (`logs/ncu_stream_a95e778.txt`)
+# says the same from the other side: the SMs issue on 74 % of cycles (compute throughput 77 %) while DRAM runs at
+# 26 %. The launch is bound by instructions, not by bytes or by an atomic's round trip: every word pays for a
+# compaction that 98 % of them do not need. The next design has to make that cost per candidate, not per word.
 #
 # Serving engines use CUDA top-k kernels. Their times below are transcribed, not measured by this harness:
 # FlashInfer's radix top-k measured on an H100 with `torch.topk` in the same process, and two figures the peers
@@ -506,9 +528,10 @@ if peers[0] and tok[0]:
 
 # %% [markdown]
 # **What it means.** Against FlashInfer's radix top-k (its times transcribed, each ratio against its own
-# process's `torch`) the select is faster at 1-64 rows of 256K (1.13-1.63x its speed) and slower at 128-640 rows
-# (0.85-0.90x) and at 64K (0.61-0.68x). The published cluster kernel is twice as fast at 64 x 256K. Those kernels
-# are CUDA only; none of them runs on ROCm.
+# process's `torch`) the select is faster at its six shapes of 1-64 rows and 128K-256K columns (1.16-1.69x its
+# speed) and slower at 128-640 rows of 256K (0.88-0.93x) and at 64K (0.63-0.70x). The published kernels are faster
+# where they report: the cluster kernel twice as fast at 64 x 256K, vLLM's persistent top-k 1.3x at 4 x 160K. Those
+# kernels are CUDA only; none of them runs on ROCm.
 #
 # The record before this one (e521f8f) had two launches: the row's last program to arrive finished it alone,
 # with 64-bit digit passes over its keys. The same points, in two records of the same harness on the same kind of
@@ -526,7 +549,9 @@ if old[0] and tok[0]:
 # **What it means.** A finish that searches one bucket in registers, and a stream that only streams and
 # compacts, halve the time at 640 rows. The laws that ran slower than `torch` before (`shifted_narrow`, `band`,
 # `nan1pct`) now run faster. The tries that lost are in the notes' changelog. They include a stream of wider tiles,
-# slot blocks that drop the per-tile atomic, and a second tile read ahead.
+# slot blocks that drop the per-tile atomic, a second tile read ahead, 16-byte loads (the scattered stores then
+# need a layout change through shared memory), a slot per word from eight counters, and a prefix scan over the
+# lanes' counts.
 #
 # **Where the rule sends it.** At few rows the parallel radix select already fills the GPU, and the long-row
 # select's sample and finish are fixed costs. Both forced, with the rule's choice beside them:
@@ -541,18 +566,50 @@ if cx[0]:
     print(f"the rule picks the slower of the two at {len(missed)} of {len(rows_cx)} points")
 
 # %% [markdown]
-# **What it means.** At 256K columns the long-row select wins from one row (25 against 53 µs). At 64K the radix
-# select holds up to 4-8 rows, and the long-row select wins from 16. The rule is one bound on rows x width
-# (`plans.LONGROW_MIN_COLUMNS`, 2^18). It is a shape rule, so it adds no compiled variant. Where it picks the slower
-# kernel (64K at 1-8 rows), the loss is 14 % at most.
+# **What it means.** From 128K columns the long-row select wins from one row (25 against the radix's 32-54 µs: the
+# radix pays a pass per digit over the row). At 64K the two are within 15 % up to 8 rows and the long-row select wins
+# from 16. The rule: rows of 2^17 columns and more at any row count, narrower rows from 2^20 columns in all
+# (`plans.LONGROW_MIN_WIDTH`, `plans.LONGROW_MIN_COLUMNS`). It is a shape rule, so it adds no compiled variant.
+# Where it picks the slower kernel (2 of 56 points, 64K at k = 512), the loss is 8 % at most.
 #
 # **Correctness.** The fuzz menu's long-row entries draw widths above 32768 columns, k from 257 to 2048, token and
 # block-size-1 candidate calls and every value law. They poison the output and check every slot against the exact
-# reference. The concurrency check ran the long-row select on four streams, two threads and concurrent graphs:
+# reference. The named matrix's long-row cases pin the laws, ragged and zero lengths, k above the live length and
+# row repeats at GPU sizes. The concurrency check ran the long-row select on four streams, two threads and
+# concurrent graphs:
 
 # %%
-for name in ("fuzz_longrow.json", "streams.json"):
+for name in ("fuzz_longrow.json", "verify_matrix_long.csv", "streams.json"):
     print(records.summarize_verification(records.data_dir() / "h100" / "longrow" / name))
+
+# %% [markdown]
+# **Compile once.** The long-row select is three kernels, two forms each (logits, and block scores at block size
+# 1): six variants in the warm list, none chosen by a shape. Fresh processes after `dsa-lab warmup`, each making the
+# first call at long-row shapes the warm list never used (`dsa-lab coldstart --long`):
+
+# %%
+cold = records.load_records("longrow/coldstart_long", gpu="h100")
+print(records.record_status(cold))
+if cold[0]:
+    print(longrow.first_call_summary(cold[0]))
+
+# %% [markdown]
+# **The decode step in DeepSeek V3.2's form.** With `block_size=1` the decode step selects tokens, not blocks:
+# the producer writes each row's scores and the long-row select reads them (`DecodeStep(..., topk_blocks=2048,
+# block_size=1)`). `dsa-lab sweep --suite step --block-size 1` at 128K, beside the upstream composition (`torch`:
+# the same producer, then `torch.topk` over the row):
+
+# %%
+v32 = records.load_records("step_breakdown", gpu="h100")
+print(records.record_status(v32))
+if v32[0]:
+    print(tables.format_table(longrow.step_rows(v32[0], block_size=1)))
+
+# %% [markdown]
+# **What it means.** The fused step is 1.6-2.5x the upstream composition's speed, every point checked against
+# `torch.topk`'s ids. At one sequence the select is most of the step (32-36 of 40-54 µs: the small-batch floor
+# above). From 32 sequences the producer is (its FP8 scores over 128K tokens), and the select is 12-22 % of the
+# step.
 
 # %% [markdown]
 # ## 5. Fewer dependent steps: the short chains (k = 64, 16K-64K)

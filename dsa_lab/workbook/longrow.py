@@ -1,7 +1,9 @@
 """Tables of the token-level top-k records (``python -m dsa_lab.bench.tokens``: ``data/<gpu>/longrow/``): speedups over
 ``torch.topk`` per k and width, the named shapes (value laws, prefill), two kernels' records side by side, and the
-crossover between the long-row and the parallel radix select with the rule's pick beside it.  Each returns a list of
-dicts (deterministic: notebooks print them)."""
+crossover between the long-row and the parallel radix select with the rule's pick beside it; from ``dsa-lab ab
+--profile`` records, the long-row launches and the stream's parts; the decode step at block size 1
+(``step_breakdown.csv``) and the long-row first calls (``dsa-lab coldstart --long``).  Each returns a list of dicts or
+a dict (deterministic: notebooks print them)."""
 from __future__ import annotations
 
 import statistics

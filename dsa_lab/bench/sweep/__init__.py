@@ -27,7 +27,8 @@ Suites
   {4096, 16384, 65536, 131072}; arms ``fused`` (this package's step: the producer also writes sanitized logits,
   block scores and zeroed flags, then the select), ``triton`` (the staged composition: producer, bounded sanitize,
   scores + select, flags) and ``torch`` (the upstream composition around the same producer).  Rows go to
-  ``step_breakdown.csv``.
+  ``step_breakdown.csv``.  ``--block-size`` (default 8) sets its candidate blocks; 1 is DeepSeek V3.2's form, the
+  top-k of tokens, where the long-row select reads the producer's scores (a row's block size is part of its key).
 * ``producer``: paged MQA logits, Triton vs the torch reference (where it fits in
   memory), achieved read bandwidth against the measured streaming ceiling; bounded vs full-width
   sanitize.  Rows go to ``producer_sweep.csv``.
