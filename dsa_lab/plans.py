@@ -244,7 +244,13 @@ class Longrow:
     stream_regs: int = 0  # the stream's register cap (CUDA; 0: none): more of its programs share an SM
     fin_warps: int = 16
     NB: int = LONGROW_NB
+    warp_size: int = 32
     algo = "longrow"
+
+    @property
+    def lanes(self) -> int:
+        """The stream's threads: a tile is ``[TILE // lanes, lanes]``, a column of it per thread."""
+        return min(self.TILE, self.warp_size * self.stream_warps)
 
 
 def longrow(rows: int, n: int, k: int, facts: dict, *, block_size: int = 1, programs: int | None = None) -> Longrow:
@@ -257,8 +263,9 @@ def longrow(rows: int, n: int, k: int, facts: dict, *, block_size: int = 1, prog
     P = programs or max(1, min(-(-n // LONGROW_TILE), -(-LONGROW_PROGRAMS * int(facts["sm_count"]) // max(rows, 1))))
     kb = 512 if k <= 512 else LONGROW_MAX_KP
     fin = 16 if int(facts.get("warp_size", 32)) == 32 else 8  # 512 lanes either way (1024 spill on AMD targets)
-    regs = 64 if str(facts.get("arch") or "").startswith("sm_") else 0  # 8 programs an SM, not 4 (no spill)
-    return Longrow(P=int(P), CAP=4 * kb, CAP_EQ=2 * kb, block_size=int(block_size), fin_warps=fin, stream_regs=regs)
+    regs = 72 if str(facts.get("arch") or "").startswith("sm_") else 0  # 7 programs an SM, not 4 (no spill)
+    return Longrow(P=int(P), CAP=4 * kb, CAP_EQ=2 * kb, block_size=int(block_size), fin_warps=fin, stream_regs=regs,
+                   warp_size=int(facts.get("warp_size", 32)))
 
 
 def _group(KP: int) -> int:

@@ -54,20 +54,56 @@ def test_longrow_matches_reference(dist, k, fresh_seed):
     assert_same_sets(got, topk_select_reference(x, k, lens, 1), f"{dist} k={k} seed={fresh_seed}")
 
 
-def _branch(x, lens, k, plan):
-    """The finish each row takes, from the sample launch's thresholds and exact counts (as the kernel decides)."""
+@pytest.mark.parametrize("dist", ["normal", "hot_run", "few_values", "nan1pct"])
+def test_longrow_stream_tile_forms(dist, fresh_seed):
+    """A 128-column tile over 32 threads, four words a thread: where no thread holds more than two words above the
+    threshold only those go through the slots; a run of larger words (``hot_run``: 192 columns above the rest, a
+    fixed permutation of 192 values, so the sample puts 104 of them above the threshold) puts three or four in a
+    thread and takes the whole tile through them.  Both give the exact top k."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    x = fill("normal" if dist == "hot_run" else dist, 4, 1500, gen=gen)
+    lens = _lens(4, 1500, gen)
+    if dist == "hot_run":
+        x[:, 1024:1216] = 10 + (torch.arange(192) * 37 % 192).float() / 192
+        lens[:] = 1500
+    plan = small(TILE=128, stream_warps=1, CAP=256, FT=256)
+    assert plan.lanes == 32 and plan.TILE // plan.lanes == 4
+    for k in (5, 40):
+        got = select(x, k, lens, plan=plan)
+        assert_same_sets(got, topk_select_reference(x, k, lens, 1), f"{dist} k={k} seed={fresh_seed}")
+    if dist == "hot_run":  # the whole-tile form ran, and the finish took its words from the buffer
+        from dsa_lab.keys import ordered_hi
+
+        thr, branch = _thresholds(x, lens, 40, plan), _branch(x, lens, 40, plan)
+        for r in range(4):
+            above = torch.zeros(1536, dtype=torch.int32)  # the row in whole tiles (tiles start at multiples of 128)
+            above[:1500] = (ordered_hi(x[r]) > thr[r]).to(torch.int32)
+            per_thread = above.reshape(-1, 4, 32).sum(1)  # [tile, thread]: a thread's words are 32 columns apart
+            assert int(per_thread.max()) >= 3 and branch[r] == "top of keys above", (r, thr[r], fresh_seed)
+
+
+def _thresholds(x, lens, k, plan) -> list[int]:
+    """Each row's threshold word from the sample launch."""
     from dsa_lab.kernels import longrow as kernel
-    from dsa_lab.keys import NEG_INF_HI, ordered_hi
     from dsa_lab.launch import run
 
     rows, n = x.shape
     thr = torch.empty(2 * rows, dtype=torch.int32)
     run(kernel._longrow_sample_kernel, (rows,), x, x.stride(0), lens, lens, thr, n, n, k, 1, 1, 0,
         BLOCK_SCORES=False, NCH=plan.NCH, CH=plan.CH, NB=plan.NB, PDL=False, num_warps=plan.num_warps)
+    return [int(t) for t in thr[0::2]]
+
+
+def _branch(x, lens, k, plan):
+    """The finish each row takes, from the sample launch's thresholds and exact counts (as the kernel decides)."""
+    from dsa_lab.keys import NEG_INF_HI, ordered_hi
+
+    rows, n = x.shape
+    thr = _thresholds(x, lens, k, plan)
     h = torch.where(torch.arange(n)[None, :] < lens[:, None].long(), ordered_hi(x), NEG_INF_HI)
     out = []
     for r in range(rows):
-        t = int(thr[2 * r])
+        t = thr[r]
         gt, eq = int((h[r] > t).sum()), int((h[r] == t).sum()) if t > NEG_INF_HI else 0
         if gt > plan.CAP or (t > NEG_INF_HI and gt + eq < k):
             out.append("fallback")

@@ -190,7 +190,7 @@ def _bucket(h, T, sh, NB: tl.constexpr):
 @triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "P", "CAP", "CAP_EQ", "has_len", "has_start"])
 def _longrow_stream_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, gtw_ptr, gtc_ptr, eqc_ptr, sync_ptr,
                            hist_ptr, n, width, k, rr, P, CAP, CAP_EQ, has_len, has_start, BLOCK_SCORES: tl.constexpr,
-                           TILE: tl.constexpr, NB: tl.constexpr, PDL: tl.constexpr):
+                           TILE: tl.constexpr, LANES: tl.constexpr, NB: tl.constexpr, PDL: tl.constexpr):
     """Grid ``(rows, P)``: program ``p`` streams its share of row ``r`` once.  Words above ``T = thr[r, 0]`` go to
     ``gtw[r, slot]`` with their columns to ``gtc[r, slot]`` (int32 ``[rows, CAP]``) and are counted in
     ``hist[r, bucket]`` (:func:`_bucket`, int32 ``[rows, NB]``), the columns of words equal to it go to
@@ -212,7 +212,13 @@ def _longrow_stream_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, gtw
         hrow = hist_ptr + row.to(tl.int64) * NB
         gbase = row.to(tl.int64) * CAP
         ebase = row.to(tl.int64) * CAP_EQ
-        lane = tl.arange(0, TILE)
+        # a tile as [TILE // LANES, LANES], a column of it per thread: a thread counts its own words, and it keeps
+        # its first two words above T in registers, so only those go through the slot scan, the stores and the
+        # histogram (a tile where a thread has three or more takes all its words through them)
+        R: tl.constexpr = TILE // LANES
+        rix = tl.arange(0, R)[:, None]
+        lane0 = tl.arange(0, LANES)
+        lane = rix * LANES + lane0[None, :]
         nl = tl.minimum(nlive, hi)  # (block scores: no read past the program's share)
         nxt = _words(src_ptr, row_off, lo + lane, hi, start, nl, newest, BLOCK_SCORES)
         for t0 in range(lo, hi, TILE):
@@ -222,17 +228,34 @@ def _longrow_stream_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, gtw
             cols = t0 + lane
             g = h > T
             e = (h == T) & (h > NEG_HI)  # (equal to T, and T above -inf)
-            both = tl.sum(g.to(tl.int32) + (e.to(tl.int32) << 16))
+            cnt = tl.sum(g.to(tl.int32) + (e.to(tl.int32) << 16), axis=0)  # per thread
+            both = tl.sum(cnt, axis=0)
             ng = both & 0xFFFF
             ne = both >> 16
             if ng > 0:
-                tl.atomic_add(hrow + _bucket(h, T, sh, NB), 1, mask=g, sem="relaxed")
-                pos = tl.atomic_add(srow + 1, ng, sem="relaxed") + tl.cumsum(g.to(tl.int32), 0) - 1
-                ok = g & (pos < CAP)
-                tl.store(gtw_ptr + gbase + pos, h, mask=ok)
-                tl.store(gtc_ptr + gbase + pos, cols, mask=ok)
+                per = cnt & 0xFFFF
+                first = tl.atomic_add(srow + 1, ng, sem="relaxed") + tl.cumsum(per, 0) - per  # a thread's first slot
+                if tl.max(per, axis=0) <= 2:
+                    i1 = tl.min(tl.where(g, rix, R), axis=0)
+                    i2 = tl.min(tl.where(g & (rix > i1[None, :]), rix, R), axis=0)
+                    for j in tl.static_range(2):
+                        ij = i1 if j == 0 else i2
+                        w = tl.max(tl.where(rix == ij[None, :], h, NEG_HI), axis=0)
+                        on = per > j
+                        ok = on & (first + j < CAP)
+                        tl.store(gtw_ptr + gbase + first + j, w, mask=ok)
+                        tl.store(gtc_ptr + gbase + first + j, t0 + ij * LANES + lane0, mask=ok)
+                        tl.atomic_add(hrow + _bucket(w, T, sh, NB), 1, mask=on, sem="relaxed")
+                else:
+                    pos = first[None, :] + tl.cumsum(g.to(tl.int32), 0) - 1
+                    fits = g & (pos < CAP)
+                    tl.store(gtw_ptr + gbase + pos, h, mask=fits)
+                    tl.store(gtc_ptr + gbase + pos, cols, mask=fits)
+                    tl.atomic_add(hrow + _bucket(h, T, sh, NB), 1, mask=g, sem="relaxed")
             if ne > 0:
-                pos = tl.atomic_add(srow + 2, ne, sem="relaxed") + tl.cumsum(e.to(tl.int32), 0) - 1
+                per = cnt >> 16
+                pos = (tl.atomic_add(srow + 2, ne, sem="relaxed") + (tl.cumsum(per, 0) - per)[None, :]
+                       + tl.cumsum(e.to(tl.int32), 0) - 1)
                 tl.store(eqc_ptr + ebase + pos, cols, mask=e & (pos < CAP_EQ))
 
 

@@ -118,7 +118,8 @@ def longrow(src, len_t, start_t, out, n, width, k, rr, plan: plans.Longrow, *, b
     # the block-score form holds a row's start and newest column as well: 16 more registers, or it spills
     cap = {"maxnreg": plan.stream_regs + 16 * bool(block_scores)} if plan.stream_regs else {}
     run(_longrow._longrow_stream_kernel, (rows, plan.P), src, src.stride(0), *bounds, thr, gtw, gtc, eqc, cnt, hist,
-        *shape, plan.P, plan.CAP, plan.CAP_EQ, *has, **bs, TILE=plan.TILE, PDL=pdl, num_warps=plan.stream_warps,
+        *shape, plan.P, plan.CAP, plan.CAP_EQ, *has, **bs, TILE=plan.TILE, LANES=plan.lanes, PDL=pdl,
+        num_warps=plan.stream_warps,
         **cap, **extra)
     run(_longrow._longrow_finish_kernel, (rows,), src, src.stride(0), *bounds, thr, out, gtw, gtc, eqc, cnt, hist,
         *shape, plan.CAP, plan.CAP_EQ, *has, **bs, FT=plan.FT, FT_EQ=plan.FT_EQ, STILE=plan.STILE, KT=plans.KT,
