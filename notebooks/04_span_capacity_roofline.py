@@ -473,28 +473,28 @@ if tok[0]:
 
 # %% [markdown]
 # **What it means.** Every point of the grid, every value law and every prefill shape is faster than
-# `torch.topk`: the grid medians are 2.7-3.2x, the smallest point 2.0x (8 ragged rows of 64K, where the rule sends
-# the radix select). The one-read floor is still far off: 3.6x at 640 x 256K, 4.7-6.5x in prefill. A narrow `band`
-# of values with sparse outliers is the slow law: 2.5x the time of normal values at 64 x 256K (1.2x over `torch`). Its words fall into few buckets, so the finish searches more of
+# `torch.topk`: the grid medians are 2.6-3.5x, the smallest point 2.0x (8 ragged rows of 64K, where the rule sends
+# the radix select). The one-read floor is still off: 2.9x at 640 x 256K, 3.9-6.6x in prefill. A narrow `band` of
+# values with sparse outliers is the slow law: 2.7x the time of normal values at 64 x 256K (1.3x over `torch`). Its words fall into few buckets, so the finish searches more of
 # them. The targets (4x over `torch`, 1.3x the floor) are still open.
 #
 # Where the time goes, from the same kind of call profiled one launch at a time (`dsa-lab ab --profile`; the
 # launches overlap a little, so the parts add up to a bit more than the call):
 
 # %%
-prof = records.load_records("longrow/ab/ab_v3_regs", gpu="h100")
+prof = records.load_records("longrow/ab/ab_v3_pairs", gpu="h100")
 print(records.record_status(prof))
 if prof[0]:
     print(tables.format_table(longrow.stage_rows(prof[0])))
 
 # %% [markdown]
 # **What it means.** From 64 rows the stream launch is most of the time. It reads the row once, but at
-# 0.5-1.05 TB/s, not the card's 3.1 TB/s. At a few rows the sample and the finish (about 10 µs each, one program
+# 0.5-1.35 TB/s, not the card's 3.1 TB/s. At a few rows the sample and the finish (about 10 µs each, one program
 # per row) are the floor of the call, about 25 µs.
 #
-# Why the stream is slow: the same calls with parts of the stream taken out, one tree each, in one process (these
-# trees return wrong ids on purpose; only their stream times are read). `count only` compares each word with the
-# threshold and counts, and does nothing else:
+# Why the stream is slow: the stream as it was before the change below, in the same calls with parts of it taken
+# out, one tree each, in one process (these trees return wrong ids on purpose; only their stream times are read).
+# `count only` compares each word with the threshold and counts, and does nothing else:
 
 # %%
 parts = records.load_records("longrow/ab/ab_v3_parts", gpu="h100")
@@ -513,7 +513,14 @@ if parts[0] and vec[0]:
 # saves 221 µs and the histogram 115; without the slot's round trip, the scan and the stores the stream takes 322. Nsight Compute on the stream launch (`logs/ncu_stream_a95e778.txt`)
 # says the same from the other side: the SMs issue on 74 % of cycles (compute throughput 77 %) while DRAM runs at
 # 26 %. The launch is bound by instructions, not by bytes or by an atomic's round trip: every word pays for a
-# compaction that 98 % of them do not need. The next design has to make that cost per candidate, not per word.
+# compaction that 98 % of them do not need.
+#
+# So each thread of the stream now holds a column of the tile (a tile is [8, 128]: eight words a thread, 32 columns
+# apart), counts its own words, and keeps its first two words above the threshold in registers; only those 2 x 128
+# go through the slot scan, the stores and the histogram. A tile where some thread holds three or more takes all its
+# words through them, as before. That is the stream of the stage table above: at 640 x 256K it takes 512 µs where it
+# took 652 (`ab/ab_v3_pairs.csv`, the two in one process), at 64 x 256K 69 where it took 81. At k = 2048 on 64K rows
+# the words above the threshold are 6 % of the row, so most tiles have a thread with three, and the time stays.
 #
 # Serving engines use CUDA top-k kernels. Their times below are transcribed, not measured by this harness:
 # FlashInfer's radix top-k measured on an H100 with `torch.topk` in the same process, and two figures the peers
@@ -528,10 +535,10 @@ if peers[0] and tok[0]:
 
 # %% [markdown]
 # **What it means.** Against FlashInfer's radix top-k (its times transcribed, each ratio against its own
-# process's `torch`) the select is faster at its six shapes of 1-64 rows and 128K-256K columns (1.16-1.69x its
-# speed) and slower at 128-640 rows of 256K (0.88-0.93x) and at 64K (0.63-0.70x). The published kernels are faster
-# where they report: the cluster kernel twice as fast at 64 x 256K, vLLM's persistent top-k 1.3x at 4 x 160K. Those
-# kernels are CUDA only; none of them runs on ROCm.
+# process's `torch`) the select is faster at its eight shapes of 128K-256K columns, 1-640 rows (1.04-1.73x its
+# speed), and slower at its two of 64K (0.63-0.69x). The published kernels are faster where they report: the
+# cluster kernel 1.7x as fast at 64 x 256K, vLLM's persistent top-k 1.25x at 4 x 160K. Those kernels are CUDA only;
+# none of them runs on ROCm.
 #
 # The record before this one (e521f8f) had two launches: the row's last program to arrive finished it alone,
 # with 64-bit digit passes over its keys. The same points, in two records of the same harness on the same kind of
@@ -554,7 +561,8 @@ if old[0] and tok[0]:
 # lanes' counts.
 #
 # **Where the rule sends it.** At few rows the parallel radix select already fills the GPU, and the long-row
-# select's sample and finish are fixed costs. Both forced, with the rule's choice beside them:
+# select's sample and finish are fixed costs. Both forced, with the rule's choice beside them (recorded with the
+# stream before the thread pairs, which make only the long-row side faster):
 
 # %%
 cx = records.load_records("longrow/crossover", gpu="h100")
@@ -576,16 +584,18 @@ if cx[0]:
 # block-size-1 candidate calls and every value law. They poison the output and check every slot against the exact
 # reference. The named matrix's long-row cases pin the laws, ragged and zero lengths, k above the live length and
 # row repeats at GPU sizes. The concurrency check ran the long-row select on four streams, two threads and
-# concurrent graphs:
+# concurrent graphs. All of these ran on the current kernel; the first fuzz below is the current kernel's, the
+# second the 100,000 cases of the stream before the thread pairs:
 
 # %%
-for name in ("fuzz_longrow.json", "verify_matrix_long.csv", "streams.json"):
+for name in ("fuzz_longrow.json", "fuzz_longrow_9e9f91b.json", "verify_matrix_long.csv", "streams.json"):
     print(records.summarize_verification(records.data_dir() / "h100" / "longrow" / name))
 
 # %% [markdown]
 # **Compile once.** The long-row select is three kernels, two forms each (logits, and block scores at block size
 # 1): six variants in the warm list, none chosen by a shape. Fresh processes after `dsa-lab warmup`, each making the
-# first call at long-row shapes the warm list never used (`dsa-lab coldstart --long`):
+# first call at long-row shapes the warm list never used (`dsa-lab coldstart --long`, recorded with the stream
+# before the thread pairs, which add no variant):
 
 # %%
 cold = records.load_records("longrow/coldstart_long", gpu="h100")
@@ -597,7 +607,7 @@ if cold[0]:
 # **The decode step in DeepSeek V3.2's form.** With `block_size=1` the decode step selects tokens, not blocks:
 # the producer writes each row's scores and the long-row select reads them (`DecodeStep(..., topk_blocks=2048,
 # block_size=1)`). `dsa-lab sweep --suite step --block-size 1` at 128K, beside the upstream composition (`torch`:
-# the same producer, then `torch.topk` over the row):
+# the same producer, then `torch.topk` over the row; recorded with the stream before the thread pairs):
 
 # %%
 v32 = records.load_records("step_breakdown", gpu="h100")
