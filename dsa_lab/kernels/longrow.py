@@ -8,7 +8,8 @@ Three launches, each a programmatic dependent of the one before (sm_90+):
    word), found by counting steps over the sample in registers (:func:`dsa_lab.kernels.bisect._kth`).
 2. :func:`_longrow_stream_kernel`, grid ``(rows, P)``: each program streams its share of the row once, a tile ahead
    of the one it compares, and compacts the words above ``T`` with their columns into the row's candidate buffer
-   (a slot range per tile from an atomic counter), counting them in a histogram of ``NB`` buckets of the word's
+   (a slot range per tile from an atomic counter; each thread's first two such words, unless a thread of the tile
+   holds more), counting them in a histogram of ``NB`` buckets of the word's
    distance above ``T`` (the sample sets the bucket width), and apart the columns of the words equal to ``T``.
    No program waits on another.
 3. :func:`_longrow_finish_kernel`, one program per row: the exact top ``k`` from those few, with counts, not
