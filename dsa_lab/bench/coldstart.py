@@ -36,11 +36,13 @@ def shapes(n: int, seed: int, *, long: bool = False) -> list[dict]:
     rng = random.Random(seed)
     out = []
     if long:
-        from ..plans import LONGROW_MIN_COLUMNS, LONGROW_MIN_WIDTH
+        from ..plans import select_algo
 
         for i in range(n):
             width = rng.randint(32769, 262143)
-            rows = rng.randint(1 if width >= LONGROW_MIN_WIDTH else -(-LONGROW_MIN_COLUMNS // width), 640)
+            # the fewest rows the rule sends there (its long-row bound reads rows and width, not k within 257-2048)
+            fewest = next(r for r in range(1, 641) if select_algo(r, width, 2048, 132) == "longrow")
+            rows = rng.randint(fewest, 640)
             k = rng.choice([rng.randint(257, 512), rng.randint(513, 2048)])
             out.append({"entry": "select", "rows": rows, "width": width, "k": k, "flags": False})
         return out
