@@ -197,31 +197,35 @@ def _longrow_stream_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, gtw
     ``hist[r, bucket]`` (:func:`_bucket`, int32 ``[rows, NB]``), the columns of words equal to it go to
     ``eqc[r, slot]`` (int32 ``[rows, CAP_EQ]``); ``sync[r, 1]`` / ``sync[r, 2]`` count them all, also past the
     buffers.  ``PDL``: a programmatic dependent of the sample launch (its threshold is read after the wait)."""
+    if PDL:  # the finish's programs may take their places as the last of these run (they wait on all of them)
+        _tl_cuda.gdc_launch_dependents()
     row = tl.program_id(0)
     p = tl.program_id(1)
     L, start, nlive, newest = _extent(row, len_ptr, start_ptr, n, width, rr, has_len, has_start, BLOCK_SCORES)
-    if PDL:
-        _tl_cuda.gdc_wait()
     chunk = tl.maximum((tl.cdiv(L, P) + TILE - 1) // TILE * TILE, TILE)
     lo = p * chunk
     hi = tl.minimum(lo + chunk, L)
+    # a tile as [TILE // LANES, LANES], a column of it per thread: a thread counts its own words, and it keeps its
+    # first two words above T in registers, so only those go through the slot scan, the stores and the histogram
+    # (a tile where a thread has three or more takes all its words through them)
+    R: tl.constexpr = TILE // LANES
+    rix = tl.arange(0, R)[:, None]
+    lane0 = tl.arange(0, LANES)
+    lane = rix * LANES + lane0[None, :]
+    row_off = row.to(tl.int64) * src_stride
+    nl = tl.minimum(nlive, hi)  # (block scores: no read past the program's share)
+    # the first tile goes out before the wait: the row was complete before the sample launch began (a full
+    # dependent of the work before it), so only the threshold and the counters wait for it
+    nxt = _words(src_ptr, row_off, lo + lane, hi, start, nl, newest, BLOCK_SCORES)
+    if PDL:
+        _tl_cuda.gdc_wait()
     if lo < hi:
         T = tl.load(thr_ptr + 2 * row)
         sh = tl.load(thr_ptr + 2 * row + 1)
-        row_off = row.to(tl.int64) * src_stride
         srow = sync_ptr + row.to(tl.int64) * 4
         hrow = hist_ptr + row.to(tl.int64) * NB
         gbase = row.to(tl.int64) * CAP
         ebase = row.to(tl.int64) * CAP_EQ
-        # a tile as [TILE // LANES, LANES], a column of it per thread: a thread counts its own words, and it keeps
-        # its first two words above T in registers, so only those go through the slot scan, the stores and the
-        # histogram (a tile where a thread has three or more takes all its words through them)
-        R: tl.constexpr = TILE // LANES
-        rix = tl.arange(0, R)[:, None]
-        lane0 = tl.arange(0, LANES)
-        lane = rix * LANES + lane0[None, :]
-        nl = tl.minimum(nlive, hi)  # (block scores: no read past the program's share)
-        nxt = _words(src_ptr, row_off, lo + lane, hi, start, nl, newest, BLOCK_SCORES)
         for t0 in range(lo, hi, TILE):
             h = nxt
             # the next tile's loads go out before this tile's atomics wait on their replies

@@ -113,6 +113,8 @@ def longrow(src, len_t, start_t, out, n, width, k, rr, plan: plans.Longrow, *, b
     has = (int(len_t is not None), int(start_t is not None))
     pdl, extra = _pdl(pdl)
     bs = dict(BLOCK_SCORES=bool(block_scores), NB=plan.NB)
+    # the sample launch is a full dependent of the work before it (no ``launch_pdl``): the stream reads its first
+    # tile before its wait on the sample
     run(_longrow._longrow_sample_kernel, (rows,), src, src.stride(0), *bounds, thr, *shape, *has, **bs,
         NCH=plan.NCH, CH=plan.CH, PDL=pdl, num_warps=plan.num_warps)
     # the block-score form holds a row's start and newest column as well: 16 more registers, or it spills
