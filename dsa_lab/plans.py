@@ -237,7 +237,7 @@ class Longrow:
     FT: int = 4 * LONGROW_MAX_KP
     FT_EQ: int = 2 * LONGROW_MAX_KP
     STILE: int = 2048  # columns a step of a row scan (a wide tie, the exact fallback)
-    NCH: int = 1024  # runs of CH columns: short runs keep a sorted row's sample spread over its ranks
+    NCH: int = 512  # runs of CH columns: short runs keep a sorted row's sample spread over its ranks
     CH: int = 8
     num_warps: int = 8  # the sample's
     stream_warps: int = 4
@@ -256,8 +256,9 @@ class Longrow:
 def longrow(rows: int, n: int, k: int, facts: dict, *, block_size: int = 1, programs: int | None = None) -> Longrow:
     """The long-row select of ``k <= LONGROW_MAX_KP``: programs per row to fill the device (at most
     :data:`LONGROW_PROGRAMS` per SM in all, at least a tile each; ``programs``: forced); room for twice the words
-    the threshold aims at above it (``2k`` of the k bucket: 4 x the bucket above ``T``, 2 x equal to it; a sample of
-    8192 words puts the count within a few percent of its aim at 262144 columns, 5.7 standard deviations above k)."""
+    the threshold aims at above it (``2k`` of the k bucket: 4 x the bucket above ``T``, 2 x equal to it).  The sample
+    of 4096 words takes its threshold at rank 64 at 262144 columns (k = 2048): on a row of independent values fewer
+    than k are above it (the row read again) about once in 2.5 million rows, more than 4k about once in 7 billion."""
     if k > LONGROW_MAX_KP:
         raise ValueError(f"the long-row select takes k of at most {LONGROW_MAX_KP}, got {k}")
     P = programs or max(1, min(-(-n // LONGROW_TILE), -(-LONGROW_PROGRAMS * int(facts["sm_count"]) // max(rows, 1))))
