@@ -225,7 +225,8 @@ class Longrow:
     """The long-row select: ``P`` programs per row stream it in tiles of ``TILE`` columns (``stream_warps``); per-row
     candidate buffers of ``CAP`` words above the threshold and ``CAP_EQ`` columns equal to it, which the finish
     (``fin_warps``) holds in register tiles of ``FT`` / ``FT_EQ``, and a histogram of ``NB`` buckets of the
-    candidates; the threshold from a sample of ``NCH`` runs of ``CH`` columns.  The tiles are constexprs (small in
+    candidates; the threshold from a sample of ``NCH`` runs of ``CH`` columns, at a sample rank of at least
+    ``RMIN`` where ``CAP`` has room for twice what it aims at.  The tiles are constexprs (small in
     the CPU tests: every branch at interpreter sizes); the buffer sizes are not (one compiled kernel for both k
     buckets)."""
 
@@ -239,6 +240,7 @@ class Longrow:
     STILE: int = 2048  # columns a step of a row scan (a wide tie, the exact fallback)
     NCH: int = 512  # runs of CH columns: short runs keep a sorted row's sample spread over its ranks
     CH: int = 8
+    RMIN: int = 64  # the sample's rank of the threshold, at least (a smaller rank misses often)
     num_warps: int = 8  # the sample's
     stream_warps: int = 4
     stream_regs: int = 0  # the stream's register cap (CUDA; 0: none): more of its programs share an SM
@@ -255,18 +257,20 @@ class Longrow:
 
 def longrow(rows: int, n: int, k: int, facts: dict, *, block_size: int = 1, programs: int | None = None) -> Longrow:
     """The long-row select of ``k <= LONGROW_MAX_KP``: programs per row to fill the device (at most
-    :data:`LONGROW_PROGRAMS` per SM in all, at least a tile each; ``programs``: forced); room for twice the words
-    the threshold aims at above it (``2k`` of the k bucket: 4 x the bucket above ``T``, 2 x equal to it).  The sample
-    of 4096 words takes its threshold at rank 64 at 262144 columns (k = 2048): on a row of independent values fewer
-    than k are above it (the row read again) about once in 2.5 million rows, more than 4k about once in 7 billion."""
+    :data:`LONGROW_PROGRAMS` per SM in all, at least a tile each; ``programs``: forced).  The threshold aims at ``2k``
+    words above it, or at the rank ``RMIN`` of the sample of 4096 words where that is more (4096 words at 262144
+    columns); the buffer holds 8192 above it (either k bucket) and twice the k bucket equal to it.  On rows of
+    independent values at 262144 columns (rank 64) fewer than k lie above the threshold (the row read again) about
+    once in 2.5 million rows at k = 2048, never in practice at k = 512, and more than the buffer holds about once
+    in 7 billion; at rank 16 (k = 512 aimed at 2k) one row in 120 missed."""
     if k > LONGROW_MAX_KP:
         raise ValueError(f"the long-row select takes k of at most {LONGROW_MAX_KP}, got {k}")
     P = programs or max(1, min(-(-n // LONGROW_TILE), -(-LONGROW_PROGRAMS * int(facts["sm_count"]) // max(rows, 1))))
     kb = 512 if k <= 512 else LONGROW_MAX_KP
     fin = 16 if int(facts.get("warp_size", 32)) == 32 else 8  # 512 lanes either way (1024 spill on AMD targets)
     regs = 72 if str(facts.get("arch") or "").startswith("sm_") else 0  # 7 programs an SM, not 4 (no spill)
-    return Longrow(P=int(P), CAP=4 * kb, CAP_EQ=2 * kb, block_size=int(block_size), fin_warps=fin, stream_regs=regs,
-                   warp_size=int(facts.get("warp_size", 32)))
+    return Longrow(P=int(P), CAP=4 * LONGROW_MAX_KP, CAP_EQ=2 * kb, block_size=int(block_size), fin_warps=fin,
+                   stream_regs=regs, warp_size=int(facts.get("warp_size", 32)))
 
 
 def _group(KP: int) -> int:

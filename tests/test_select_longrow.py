@@ -89,9 +89,27 @@ def _thresholds(x, lens, k, plan) -> list[int]:
 
     rows, n = x.shape
     thr = torch.empty(2 * rows, dtype=torch.int32)
-    run(kernel._longrow_sample_kernel, (rows,), x, x.stride(0), lens, lens, thr, n, n, k, 1, 1, 0,
-        BLOCK_SCORES=False, NCH=plan.NCH, CH=plan.CH, NB=plan.NB, PDL=False, num_warps=plan.num_warps)
+    run(kernel._longrow_sample_kernel, (rows,), x, x.stride(0), lens, lens, thr, n, n, k, 1, plan.CAP, plan.RMIN, 1,
+        0, BLOCK_SCORES=False, NCH=plan.NCH, CH=plan.CH, NB=plan.NB, PDL=False, num_warps=plan.num_warps)
     return [int(t) for t in thr[0::2]]
+
+
+def test_longrow_sample_rank_floor(fresh_seed):
+    """A small k on a long row: the rank ``2k`` scaled to the sample is a few words, so the threshold is the sample's
+    word of rank ``RMIN`` instead, where the buffer holds twice what that rank aims at (and of rank ``2k`` where it
+    does not)."""
+    from dsa_lab.keys import ordered_hi
+
+    gen = torch.Generator().manual_seed(fresh_seed)
+    n, k = 1600, 3
+    x = torch.randn(2, n, generator=gen)
+    lens = torch.full((2,), n, dtype=torch.int32)
+    for cap, rank in ((1024, 6), (96, 1)):  # 2k of the sample: 1 word; room for rank 6 in 1024, for 1 in 96
+        plan = small(CAP=cap, FT=1024, RMIN=6)
+        runs = [i * (n - plan.CH) // (plan.NCH - 1) + j for i in range(plan.NCH) for j in range(plan.CH)]
+        want = [int(ordered_hi(x[r, runs]).sort(descending=True).values[rank - 1]) for r in range(2)]
+        assert _thresholds(x, lens, k, plan) == want, (cap, fresh_seed)
+        assert_same_sets(select(x, k, lens, plan=plan), topk_select_reference(x, k, lens, 1), f"seed={fresh_seed}")
 
 
 def _branch(x, lens, k, plan):
@@ -157,8 +175,8 @@ def _finish_of_top(x, lens, k, plan):
 
     rows, n = x.shape
     thr = torch.empty(2 * rows, dtype=torch.int32)
-    run(kernel._longrow_sample_kernel, (rows,), x, x.stride(0), lens, lens, thr, n, n, k, 1, 1, 0,
-        BLOCK_SCORES=False, NCH=plan.NCH, CH=plan.CH, NB=plan.NB, PDL=False, num_warps=plan.num_warps)
+    run(kernel._longrow_sample_kernel, (rows,), x, x.stride(0), lens, lens, thr, n, n, k, 1, plan.CAP, plan.RMIN, 1,
+        0, BLOCK_SCORES=False, NCH=plan.NCH, CH=plan.CH, NB=plan.NB, PDL=False, num_warps=plan.num_warps)
     h = torch.where(torch.arange(n)[None, :] < lens[:, None].long(), ordered_hi(x), NEG_INF_HI).long()
     out = []
     for r in range(rows):
@@ -220,13 +238,13 @@ def test_longrow_counters_return_to_zero(fresh_seed):
 
 
 def test_longrow_default_sizes(fresh_seed):
-    """The plan the rules make for a long row (k bucket 512: 2048-word buffers, 1024-column tiles, the 4096-word
-    sample), on rows wider than the bisect select's tile."""
+    """The plan the rules make for a long row (k bucket 512: 8192 words above the threshold, 1024 equal to it,
+    1024-column tiles, the 4096-word sample), on rows wider than the bisect select's tile."""
     gen = torch.Generator().manual_seed(fresh_seed)
     x = torch.randn(2, plans.BISECT_MAX_COLS + 5, generator=gen)
     lens = torch.tensor([plans.BISECT_MAX_COLS + 5, 3000], dtype=torch.int32)
     plan = plans.longrow(2, x.shape[1], 300, _impl.facts_for(x))
-    assert (plan.CAP, plan.TILE, plan.NCH * plan.CH) == (2048, 1024, 4096)
+    assert (plan.CAP, plan.CAP_EQ, plan.TILE, plan.NCH * plan.CH, plan.RMIN) == (8192, 1024, 1024, 4096, 64)
     out = poisoned(2, 300, "cpu")
     launch.topk_select(x, 300, lens, 1, out, plan=plan)
     assert_same_sets(out, topk_select_reference(x, 300, lens, 1), f"seed={fresh_seed}")

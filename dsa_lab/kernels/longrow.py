@@ -87,13 +87,15 @@ def _smallest(cols, on, n, r):
     return on & (ck >= _rank_word(ck, n, r))
 
 
-@triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "has_len", "has_start"])
-def _longrow_sample_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, n, width, k, rr, has_len, has_start,
-                           BLOCK_SCORES: tl.constexpr, NCH: tl.constexpr, CH: tl.constexpr, NB: tl.constexpr,
-                           PDL: tl.constexpr):
+@triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "CAP", "RMIN", "has_len", "has_start"])
+def _longrow_sample_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, n, width, k, rr, CAP, RMIN, has_len,
+                           has_start, BLOCK_SCORES: tl.constexpr, NCH: tl.constexpr, CH: tl.constexpr,
+                           NB: tl.constexpr, PDL: tl.constexpr):
     """Grid ``(rows,)``: row ``r``'s threshold word to ``thr[r, 0]`` (the sample of ``NCH`` runs of ``CH`` columns)
     and to ``thr[r, 1]`` the shift that puts the sample's words above it in buckets ``(word - T) >> shift`` below
-    ``NB / 2``."""
+    ``NB / 2``.  A sampled row's threshold is the sample's word of rank ``2k`` scaled to the sample, and at least
+    ``RMIN`` where the buffer of ``CAP`` words holds twice what that rank aims at (a rank of a few words would
+    miss ``k`` often: small ``k`` on long rows)."""
     if PDL:
         _tl_cuda.gdc_launch_dependents()
     row = tl.program_id(0)
@@ -107,7 +109,9 @@ def _longrow_sample_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, n, 
         r = k
     else:  # runs spread over the row; the rank that leaves about 2k of the row above the word
         cols = ((i.to(tl.int64) * (L - CH)) // (NCH - 1) + j).to(tl.int32)
-        r = tl.minimum(tl.maximum(((2 * k * SAMPLE).to(tl.int64) + L - 1) // L, 1), SAMPLE).to(tl.int32)
+        r = ((2 * k * SAMPLE).to(tl.int64) + L - 1) // L
+        r = tl.maximum(r, tl.minimum(RMIN, (CAP // 2).to(tl.int64) * SAMPLE // L))
+        r = tl.minimum(tl.maximum(r, 1), SAMPLE).to(tl.int32)
     h = _words(src_ptr, row_off, cols, L, start, nlive, newest, BLOCK_SCORES)
     T = _rank_word(h, tl.sum((h > NEG_HI).to(tl.int32)), r)
     # the bucket shift: the sample's words above T over the lower half of NB buckets (room above for the row's)
