@@ -473,24 +473,51 @@ if tok[0]:
 
 # %% [markdown]
 # **What it means.** Every point of the grid, every value law and every prefill shape is faster than
-# `torch.topk`: the grid medians are 2.6-3.5x, the smallest point 2.0x (8 ragged rows of 64K, where the rule sends
-# the radix select). The one-read floor is still off: 2.9x at 640 x 256K, 3.9-6.6x in prefill. A narrow `band` of
-# values with sparse outliers is the slow law: 2.7x the time of normal values at 64 x 256K (1.3x over `torch`). Its words fall into few buckets, so the finish searches more of
-# them. The targets (4x over `torch`, 1.3x the floor) are still open.
+# `torch.topk`: the grid medians are 2.9-3.7x, the smallest point 2.0x (8 ragged rows of 64K, where the rule sends
+# the radix select). The one-read floor is still off: 2.7x at 640 x 256K, 3.6-6.0x in prefill. A narrow `band` of
+# values with sparse outliers is the slow law: 2.7x the time of normal values at 64 x 256K (1.3x over `torch`).
+# Its words fall into few buckets, so the finish searches more of them. The targets (4x over `torch`, 1.3x the
+# floor) are still open.
 #
-# Where the time goes, from the same kind of call profiled one launch at a time (`dsa-lab ab --profile`; the
-# launches overlap a little, so the parts add up to a bit more than the call):
+# Where the time goes, from the same kind of call profiled one launch at a time (`dsa-lab ab --profile`). The
+# launches overlap: the stream's programs start while the sample runs and wait for its threshold, and the finish's
+# programs start while the stream's last ones run, so each time includes some waiting and the parts add up to more
+# than the call:
 
 # %%
-prof = records.load_records("longrow/ab/ab_v3_pairs", gpu="h100")
+prof = records.load_records("longrow/ab/ab_v3_sample", gpu="h100")
 print(records.record_status(prof))
 if prof[0]:
     print(tables.format_table(longrow.stage_rows(prof[0])))
 
 # %% [markdown]
 # **What it means.** From 64 rows the stream launch is most of the time. It reads the row once, but at
-# 0.5-1.35 TB/s, not the card's 3.1 TB/s. At a few rows the sample and the finish (about 10 µs each, one program
-# per row) are the floor of the call, about 25 µs.
+# 0.6-1.35 TB/s, not the card's 3.1 TB/s. At a few rows the call takes about 21 µs, and the launches that run one
+# program per row set it: the sample's counting steps over its words, then the finish's over the candidates, each
+# step a reduction across the program's warps.
+#
+# The sample decides both. It was 8192 words (1024 runs of 8 columns); 4096 words cost less at every point, and
+# 2048 words lose where the threshold misses. The same calls under three sample sizes, one process
+# (`scripts/longrow_plan_probe.py`, the stream and the finish of the kernels above; `!` marks ids that differ from
+# `torch.topk`'s, none here):
+
+# %%
+probe = records.load_records("longrow/ab/probe_8fd5dca", gpu="h100")
+print(records.record_status(probe))
+if probe[0]:
+    print(tables.format_table(longrow.probe_rows(probe[0], {
+        "torch": "torch_us", "new:nch1024": "8192 words", "new": "4096 words", "new:nch256": "2048 words"})))
+
+# %% [markdown]
+# **What it means.** 4096 words take 1 x 256K from 23.3 to 17.7 µs and 640 x 256K from 621 to 596. The
+# threshold is the sample's word of the rank that leaves about 2k of the row above it, so the sample's rank is
+# 2k scaled down to it: 64 at 256K columns for k = 2048, but 16 for k = 512, and 8 with 2048 words. A rank of 8
+# misses often (the 1275 µs above: rows with fewer than k words above the threshold are read again by one
+# program), and so does 16: one row in 120 on rows of independent values (a Poisson tail). So the rank is at least
+# 64 where the buffer has room for twice what it aims at (8192 words above the threshold, for either k); that puts
+# the miss below one row in a million. That is the select of the grid above. 2048 words are faster still where
+# they do not miss, but rank 64 in them aims at 8192 words above the threshold at 256K, the whole buffer; at their
+# rank 32 (k = 2048 over 256K) one row in 3,600 misses.
 #
 # Why the stream is slow: the stream as it was before the change below, in the same calls with parts of it taken
 # out, one tree each, in one process (these trees return wrong ids on purpose; only their stream times are read).
@@ -518,9 +545,10 @@ if parts[0] and vec[0]:
 # So each thread of the stream now holds a column of the tile (a tile is [8, 128]: eight words a thread, 32 columns
 # apart), counts its own words, and keeps its first two words above the threshold in registers; only those 2 x 128
 # go through the slot scan, the stores and the histogram. A tile where some thread holds three or more takes all its
-# words through them, as before. That is the stream of the stage table above: at 640 x 256K it takes 512 µs where it
-# took 652 (`ab/ab_v3_pairs.csv`, the two in one process), at 64 x 256K 69 where it took 81. At k = 2048 on 64K rows
-# the words above the threshold are 6 % of the row, so most tiles have a thread with three, and the time stays.
+# words through them, as before. That took the stream from 652 to 512 µs at 640 x 256K (`ab/ab_v3_pairs.csv`, the
+# two in one process) and from 81 to 69 at 64 x 256K; it is 498 and 66 in the stage table above. At k = 2048 on 64K
+# rows the words above the threshold are 6 % of the row, so most tiles have a thread with three, and the time
+# stays.
 #
 # Serving engines use CUDA top-k kernels. Their times below are transcribed, not measured by this harness:
 # FlashInfer's radix top-k measured on an H100 with `torch.topk` in the same process, and two figures the peers
@@ -535,10 +563,10 @@ if peers[0] and tok[0]:
 
 # %% [markdown]
 # **What it means.** Against FlashInfer's radix top-k (its times transcribed, each ratio against its own
-# process's `torch`) the select is faster at its eight shapes of 128K-256K columns, 1-640 rows (1.04-1.73x its
-# speed), and slower at its two of 64K (0.63-0.69x). The published kernels are faster where they report: the
-# cluster kernel 1.7x as fast at 64 x 256K, vLLM's persistent top-k 1.25x at 4 x 160K. Those kernels are CUDA only;
-# none of them runs on ROCm.
+# process's `torch`) the select is faster at its eight shapes of 128K-256K columns, 1-640 rows (1.09-2.10x its
+# speed), and slower at its two of 64K (0.69-0.76x). The published kernels are faster where they report: the
+# cluster kernel 1.6x as fast at 64 x 256K, vLLM's persistent top-k 1.04x at 4 x 160K. Those kernels are CUDA
+# only; none of them runs on ROCm.
 #
 # The record before this one (e521f8f) had two launches: the row's last program to arrive finished it alone,
 # with 64-bit digit passes over its keys. The same points, in two records of the same harness on the same kind of
@@ -561,8 +589,7 @@ if old[0] and tok[0]:
 # lanes' counts.
 #
 # **Where the rule sends it.** At few rows the parallel radix select already fills the GPU, and the long-row
-# select's sample and finish are fixed costs. Both forced, with the rule's choice beside them (recorded with the
-# stream before the thread pairs, which make only the long-row side faster):
+# select's sample and finish are fixed costs. Both forced, with the rule's choice beside them:
 
 # %%
 cx = records.load_records("longrow/crossover", gpu="h100")
@@ -574,11 +601,13 @@ if cx[0]:
     print(f"the rule picks the slower of the two at {len(missed)} of {len(rows_cx)} points")
 
 # %% [markdown]
-# **What it means.** From 128K columns the long-row select wins from one row (25 against the radix's 32-54 µs: the
-# radix pays a pass per digit over the row). At 64K the two are within 15 % up to 8 rows and the long-row select wins
-# from 16. The rule: rows of 2^17 columns and more at any row count, narrower rows from 2^20 columns in all
-# (`plans.LONGROW_MIN_WIDTH`, `plans.LONGROW_MIN_COLUMNS`). It is a shape rule, so it adds no compiled variant.
-# Where it picks the slower kernel (2 of 56 points, 64K at k = 512), the loss is 8 % at most.
+# **What it means.** From 128K columns the long-row select wins from one row (18-23 µs against the radix's
+# 32-54: the radix pays a pass per digit over the row). The rule: rows of 2^17 columns and more at any row count,
+# narrower rows from 2^20 columns in all (`plans.LONGROW_MIN_WIDTH`, `plans.LONGROW_MIN_COLUMNS`). It is a shape
+# rule, so it adds no compiled variant. It was set when the two were within 15 % at 64K up to 8 rows; with the
+# smaller sample the long-row select is now faster there at 5 points (k = 512 at 1-8 rows, k = 2048 at one row:
+# the radix the rule picks is 7-27 % slower) and within 2 % at the other three. A bound of 2^16 columns is the
+# next rule; it waits for the token grid's 64K points to be measured under it.
 #
 # **Correctness.** The fuzz menu's long-row entries draw widths above 32768 columns, k from 257 to 2048, token and
 # block-size-1 candidate calls and every value law. They poison the output and check every slot against the exact
@@ -594,8 +623,8 @@ for name in ("fuzz_longrow.json", "fuzz_longrow_9e9f91b.json", "verify_matrix_lo
 # %% [markdown]
 # **Compile once.** The long-row select is three kernels, two forms each (logits, and block scores at block size
 # 1): six variants in the warm list, none chosen by a shape. Fresh processes after `dsa-lab warmup`, each making the
-# first call at long-row shapes the warm list never used (`dsa-lab coldstart --long`, recorded with the stream
-# before the thread pairs, which add no variant):
+# first call at long-row shapes the warm list never used (`dsa-lab coldstart --long`, recorded before the thread
+# pairs and the 4096-word sample, which add no variant):
 
 # %%
 cold = records.load_records("longrow/coldstart_long", gpu="h100")
@@ -607,7 +636,7 @@ if cold[0]:
 # **The decode step in DeepSeek V3.2's form.** With `block_size=1` the decode step selects tokens, not blocks:
 # the producer writes each row's scores and the long-row select reads them (`DecodeStep(..., topk_blocks=2048,
 # block_size=1)`). `dsa-lab sweep --suite step --block-size 1` at 128K, beside the upstream composition (`torch`:
-# the same producer, then `torch.topk` over the row; recorded with the stream before the thread pairs):
+# the same producer, then `torch.topk` over the row):
 
 # %%
 v32 = records.load_records("step_breakdown", gpu="h100")
@@ -616,9 +645,9 @@ if v32[0]:
     print(tables.format_table(longrow.step_rows(v32[0], block_size=1)))
 
 # %% [markdown]
-# **What it means.** The fused step is 1.6-2.5x the upstream composition's speed, every point checked against
-# `torch.topk`'s ids. At one sequence the select is most of the step (32-36 of 40-54 µs: the small-batch floor
-# above). From 32 sequences the producer is (its FP8 scores over 128K tokens), and the select is 12-22 % of the
+# **What it means.** The fused step is 1.6-2.9x the upstream composition's speed, every point checked against
+# `torch.topk`'s ids. At one sequence the select is most of the step (26-30 of 35-48 µs: the small-batch floor
+# above). From 32 sequences the producer is (its FP8 scores over 128K tokens), and the select is 10-19 % of the
 # step.
 
 # %% [markdown]

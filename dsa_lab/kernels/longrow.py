@@ -4,8 +4,9 @@ Three launches, each a programmatic dependent of the one before (sm_90+):
 
 1. :func:`_longrow_sample_kernel`, one program per row: a sample of the row (``NCH`` short runs of ``CH`` columns
    spread over its live extent, or the whole row when it has at most ``NCH * CH`` columns) gives a threshold word
-   ``T``: the sample's word of the rank that puts about ``2k`` of the row above it (the whole row: exactly the k-th
-   word), found by counting steps over the sample in registers (:func:`dsa_lab.kernels.bisect._kth`).
+   ``T``: the sample's word of the rank that puts about ``2k`` of the row above it, or of rank ``RMIN`` where that
+   is more and the buffer holds twice what it aims at (the whole row: exactly the k-th word), found by counting
+   steps over the sample in registers (:func:`dsa_lab.kernels.bisect._kth`).
 2. :func:`_longrow_stream_kernel`, grid ``(rows, P)``: each program streams its share of the row once, a tile ahead
    of the one it compares, and compacts the words above ``T`` with their columns into the row's candidate buffer
    (a slot range per tile from an atomic counter; each thread's first two such words, unless a thread of the tile

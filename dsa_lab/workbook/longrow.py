@@ -1,9 +1,9 @@
 """Tables of the token-level top-k records (``python -m dsa_lab.bench.tokens``: ``data/<gpu>/longrow/``): speedups over
 ``torch.topk`` per k and width, the named shapes (value laws, prefill), two kernels' records side by side, and the
 crossover between the long-row and the parallel radix select with the rule's pick beside it; from ``dsa-lab ab
---profile`` records, the long-row launches and the stream's parts; the decode step at block size 1
-(``step_breakdown.csv``) and the long-row first calls (``dsa-lab coldstart --long``).  Each returns a list of dicts or
-a dict (deterministic: notebooks print them)."""
+--profile`` records, the long-row launches and the stream's parts; plan variants side by side (the plan probe's
+records); the decode step at block size 1 (``step_breakdown.csv``) and the long-row first calls (``dsa-lab coldstart
+--long``).  Each returns a list of dicts or a dict (deterministic: notebooks print them)."""
 from __future__ import annotations
 
 import statistics
@@ -141,6 +141,21 @@ def stream_parts_rows(records_by_arm: dict, *, where: dict | None = None) -> lis
             pts.setdefault((r["rows"], r["width"], r["k"]), {})[label] = r["stream_us"]
     return [{"rows": rw, "width": w, "k": k, **{lab: parts.get(lab, "—") for lab in records_by_arm}}
             for (rw, w, k), parts in sorted(pts.items())]
+
+
+def probe_rows(rows, arms: dict, *, where: dict | None = None) -> list[dict]:
+    """A ``scripts/longrow_plan_probe.py`` record (one row per point and arm) as one row per point: the µs of each arm
+    of ``arms`` (``{arm: column label}``), ``!`` after an arm whose ids differed from ``torch.topk``'s on some row;
+    ``where``: keep the points whose fields equal these."""
+    pts: dict = {}
+    for r in rows or ():
+        if int(r["rows"]) == 0 or (where and any(int(r[f]) != v for f, v in where.items())):
+            continue  # (rows 0: the null-launch chain)
+        mark = "!" if int(r["bad"]) else ""
+        pts.setdefault((int(r["rows"]), int(r["width"]), int(r["k"])), {})[str(r["arm"])] = \
+            f"{float(r['median_us']):.1f}{mark}"
+    return [{"rows": rw, "width": w, "k": k, **{lab: got.get(arm, "—") for arm, lab in arms.items()}}
+            for (rw, w, k), got in pts.items()]
 
 
 def step_rows(rows, *, block_size: int = 1) -> list[dict]:
