@@ -498,7 +498,7 @@ if prof[0]:
 #
 # The sample decides both. It was 8192 words (1024 runs of 8 columns); 4096 words cost less at every point, and
 # 2048 words lose where the threshold misses. The same calls under three sample sizes, one process
-# (`scripts/longrow_plan_probe.py`, the stream and the finish of the kernels above; `!` marks ids that differ from
+# (a probe of plan variants, the stream and the finish of the kernels above; `!` marks ids that differ from
 # `torch.topk`'s, none here):
 
 # %%

@@ -73,3 +73,21 @@ def test_topk_stage_ragged_rows(tmp_path, old_dir):
     rows, _ = _ab(tmp_path, "--old", str(old_dir), "--stage", "topk", "--widths", "300", "--rows", "3", "--k", "16",
                   "--ragged", "--arms", "old,triton,bisect16", "--reps", "1")
     assert [(r["arm"], r["width"], r["check"]) for r in rows] == [(a, 300, "ok") for a in ("old", "triton", "bisect16")]
+
+
+def test_topk_stage_plan_variant(tmp_path, old_dir):
+    """``TREE:FIELD=V``: the tree's own plan for the point with a field replaced, checked like every arm; a field the
+    plan does not have is named in the error."""
+    rows, _ = _ab(tmp_path, "--old", str(old_dir), "--stage", "topk", "--widths", "300", "--rows", "3", "--k", "16",
+                  "--arms", "new,old:num_warps=4", "--reps", "1")
+    assert [(r["arm"], r["check"]) for r in rows] == [("new", "ok"), ("old:num_warps=4", "ok")]
+    from dsa_lab import _impl, plans
+
+    facts = _impl.facts_for(torch.empty(0))
+    base = plans.select(3, 300, 16, facts)
+    _, pl = ab_arms.plan_variant("new:num_warps=2", 3, 300, 16, facts, None)
+    assert pl.num_warps == 2 and pl.num_warps != base.num_warps and type(pl) is type(base)
+    with pytest.raises(ValueError, match="no field NCH"):
+        ab_arms.plan_variant("new:NCH=8", 3, 300, 16, facts, None)
+    with pytest.raises(ValueError, match="TREE:FIELD=V"):
+        ab_arms.plan_variant("new:NCH", 3, 300, 16, facts, None)

@@ -144,9 +144,9 @@ def stream_parts_rows(records_by_arm: dict, *, where: dict | None = None) -> lis
 
 
 def probe_rows(rows, arms: dict, *, where: dict | None = None) -> list[dict]:
-    """A ``scripts/longrow_plan_probe.py`` record (one row per point and arm) as one row per point: the µs of each arm
-    of ``arms`` (``{arm: column label}``), ``!`` after an arm whose ids differed from ``torch.topk``'s on some row;
-    ``where``: keep the points whose fields equal these."""
+    """A long-row plan probe's record (``ab/probe_*.csv``: one row per point and arm) as one row per point: the µs
+    of each arm of ``arms`` (``{arm: column label}``), ``!`` after an arm whose ids differed from ``torch.topk``'s on
+    some row; ``where``: keep the points whose fields equal these."""
     pts: dict = {}
     for r in rows or ():
         if int(r["rows"]) == 0 or (where and any(int(r[f]) != v for f, v in where.items())):

@@ -8,8 +8,9 @@ Arms: ``new`` (this tree; ``triton``, the sweep's name, is the same call), ``old
 ``pkg_NAME`` (``DIR/dsa_lab_NAME``: a candidate change), each called through its public API. Another tree is made with
 ``git archive REV dsa_lab | tar -x -C DIR && mv DIR/dsa_lab DIR/dsa_lab_old``.  The decode stages also take ``torch`` /
 ``torch_live`` (the sweep's upstream arms: ``torch.topk`` over the padded / the live width), ``radix``, ``hier``,
-``bisect``, ``longrow`` (this tree with that kernel forced: a plan with that algorithm) and, in topk / select,
-``bisectW`` (the bisect kernel launched at W warps).  Stages:
+``bisect``, ``longrow`` (this tree with that kernel forced: a plan with that algorithm), in topk / select
+``bisectW`` (the bisect kernel launched at W warps) and in topk ``TREE:FIELD=V[:FIELD=V]`` (the plan the tree's rules
+make for the point, those integer fields replaced: ``new:NCH=1024`` a long-row sample of 1024 runs).  Stages:
 
 * ``topk``: ``topk_select`` over ``rows x width`` scores (``--ragged``: lengths uniform in [width/2, width], else
   full rows);

@@ -2,7 +2,9 @@
 the exact reference every arm is checked against first, and a profiled graph replay."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import importlib
 import re
 import statistics
 from pathlib import Path
@@ -62,15 +64,39 @@ def inputs(stage: str, conc: int, next_n: int, width: int, k: int, dist: str, se
     return (select_stage_inputs if stage == "select" else full_stage_inputs)(p, mml, seed, device)
 
 
+def plan_variant(arm: str, rows: int, n: int, k: int, facts: dict, folder: str | None):
+    """``(tree's select launcher, plan)`` of a topk-stage arm ``TREE:FIELD=V[:FIELD=V]``: the plan the tree's rules
+    make for ``rows x n`` at ``k``, with those integer fields replaced (e.g. ``new:NCH=1024``)."""
+    tree, *kv = arm.split(":")
+    if not is_tree(tree) or not kv or not all("=" in x for x in kv):
+        raise ValueError(f"arm {arm!r}: a plan variant is TREE:FIELD=V[:FIELD=V]")
+    pkg = package(tree, folder)
+    plans = importlib.import_module(f"{pkg.__name__}.plans")
+    plan = plans.select(rows, n, k, facts)
+    fields = {f.name for f in dataclasses.fields(plan)}
+    new = {f: int(v) for f, v in (x.split("=", 1) for x in kv)}
+    if set(new) - fields:
+        raise ValueError(f"arm {arm!r}: the {plan.algo} plan for {rows} x {n} has no field "
+                         f"{', '.join(sorted(set(new) - fields))}")
+    return importlib.import_module(f"{pkg.__name__}.launch.select"), dataclasses.replace(plan, **new)
+
+
 def arm_fn(arm: str, stage: str, inp: dict, k: int, folder: str | None):
     """``fn()`` -> ids (``(ids, flags)`` in the full stage) of one arm: a tree (``new`` / ``old`` / ``pkg_NAME``,
     through its public API), ``torch`` / ``torch_live`` (the sweep's), a forced kernel of this tree (:data:`FORCED`,
-    a plan with that algorithm) or ``bisectW`` (the bisect kernel at W warps; topk / select)."""
+    a plan with that algorithm), ``bisectW`` (the bisect kernel at W warps; topk / select) or, in topk, a tree's
+    plan with fields replaced (:func:`plan_variant`)."""
     full = stage == "full"
     if arm in ("torch", "torch_live"):
         return full_arm_fn(arm, inp, k, _flags_fn()[1]) if full else select_arm_fn(arm, inp, k)
     src = inp["logits"] if full else inp["scores"]
     out = torch.empty((src.shape[0], k), dtype=torch.int32, device=src.device)
+    if stage == "topk" and ":" in arm:
+        from ... import _impl
+
+        facts = _impl.facts_for(src)
+        launch, pl = plan_variant(arm, src.shape[0], src.shape[1], k, facts, folder)
+        return lambda: launch.topk_select(src, k, inp["lengths"], 1, out, plan=pl, facts=facts)
     if is_tree(arm):
         pkg = package(arm, folder)
         if full:
