@@ -94,6 +94,50 @@ def _thresholds(x, lens, k, plan) -> list[int]:
     return [int(t) for t in thr[0::2]]
 
 
+def _stream(x, lens, k, plan):
+    """The sample and stream launches alone: each row's threshold, its counts of words above and equal to it, its
+    bucket counts and its buffer of equal columns, as the finish would find them."""
+    from dsa_lab.kernels import longrow as kernel
+    from dsa_lab.launch import run
+
+    rows, n = x.shape
+    thr = torch.empty(2 * rows, dtype=torch.int32)
+    gtw, gtc = (torch.empty(rows * plan.CAP, dtype=torch.int32) for _ in range(2))
+    eqc = torch.full((rows, plan.CAP_EQ), -7, dtype=torch.int32)
+    cnt, hist = torch.zeros(rows, 4, dtype=torch.int32), torch.zeros(rows, plan.NB, dtype=torch.int32)
+    shape = (n, n, k, 1)
+    run(kernel._longrow_sample_kernel, (rows,), x, x.stride(0), lens, lens, thr, *shape, plan.CAP, plan.RMIN, 1, 0,
+        BLOCK_SCORES=False, NCH=plan.NCH, CH=plan.CH, NB=plan.NB, PDL=False, num_warps=plan.num_warps)
+    run(kernel._longrow_stream_kernel, (rows, plan.P), x, x.stride(0), lens, lens, thr, gtw, gtc, eqc, cnt, hist,
+        *shape, plan.P, plan.CAP, plan.CAP_EQ, 1, 0, BLOCK_SCORES=False, TILE=plan.TILE, LANES=plan.lanes, NB=plan.NB,
+        PDL=False, num_warps=plan.stream_warps)
+    return thr[0::2], cnt, hist, eqc
+
+
+@pytest.mark.parametrize("dist", ["few_values", "equal", "normal"])
+def test_longrow_stream_counts(dist, fresh_seed):
+    """The stream's counts are exact whatever its buffers hold: words above the threshold (and in the buckets), and
+    words equal to it, also where a program saw the buffer of equal columns full and counted the rest of its share
+    apart (``few_values``, ``equal``: far more ties than the buffer holds); the buffer holds distinct columns of
+    words equal to the threshold."""
+    from dsa_lab.keys import ordered_hi
+
+    gen = torch.Generator().manual_seed(fresh_seed)
+    rows, n, k = 4, 1500, 40
+    x = fill(dist, rows, n, gen=gen)
+    lens = _lens(rows, n, gen)
+    plan = small()
+    thr, cnt, hist, eqc = _stream(x, lens, k, plan)
+    for r in range(rows):
+        h = ordered_hi(x[r, :int(lens[r])])
+        gt, eq = int((h > thr[r]).sum()), int((h == thr[r]).sum())
+        assert (int(cnt[r, 1]), int(cnt[r, 2]), int(hist[r].sum())) == (gt, eq, gt), (dist, r, fresh_seed)
+        held = eqc[r, :min(eq, plan.CAP_EQ)]
+        assert len(set(held.tolist())) == len(held) and bool((h[held.long()] == thr[r]).all()), (dist, r, fresh_seed)
+    if dist != "normal":  # far more ties than the buffer holds: the programs filled it, then counted apart
+        assert int(cnt[0, 2]) > 4 * plan.CAP_EQ, (int(cnt[0, 2]), fresh_seed)
+
+
 def test_longrow_sample_rank_floor(fresh_seed):
     """A small k on a long row: the rank ``2k`` scaled to the sample is a few words, so the threshold is the sample's
     word of rank ``RMIN`` instead, where the buffer holds twice what that rank aims at (and of rank ``2k`` where it
@@ -270,15 +314,15 @@ def test_longrow_candidate_blocks_at_block_size_one(starts, fresh_seed):
 
 
 def test_longrow_rule():
-    """k of 257-2048 on rows wider than the bisect select's tile take the long-row select on rows of 2^17 columns
+    """k of 257-2048 on rows wider than the bisect select's tile take the long-row select on rows of 2^16 columns
     and more at any row count, on narrower rows from 2^20 columns in all (rows x width), the radix select below; k
     above 2048 the radix select; at block size 1 the candidate path reads the logits itself, at larger block sizes it
     keeps the scores launch and the radix select."""
     f = {"sm_count": 132, "name": "x"}
     assert plans.select_algo(1, 262144, 2048, 132) == "longrow" == plans.select_algo(640, 262144, 300, 132)
     assert plans.select_algo(1, 131072, 2048, 132) == "longrow" == plans.select_algo(1, 163840, 512, 132)
-    assert plans.select_algo(1, 131071, 2048, 132) == "radix" == plans.select_algo(8, 65536, 512, 132)
-    assert plans.select_algo(16, 65536, 512, 132) == "longrow" == plans.select_algo(32, 32769, 2048, 132)
+    assert plans.select_algo(1, 65535, 2048, 132) == "radix" == plans.select_algo(8, 65535, 512, 132)
+    assert plans.select_algo(1, 65536, 512, 132) == "longrow" == plans.select_algo(32, 32769, 2048, 132)
     assert plans.select_algo(64, 65536, 4096, 132) == "radix" and plans.select_algo(640, 32768, 2048, 132) == "bisect"
     assert plans.select_algo(1, 65536, 256, 132) == "hier"
     pl = plans.select(640, 262144, 2048, f)

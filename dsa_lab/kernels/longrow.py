@@ -11,7 +11,8 @@ Three launches, each a programmatic dependent of the one before (sm_90+):
    of the one it compares, and compacts the words above ``T`` with their columns into the row's candidate buffer
    (a slot range per tile from an atomic counter; each thread's first two such words, unless a thread of the tile
    holds more), counting them in a histogram of ``NB`` buckets of the word's
-   distance above ``T`` (the sample sets the bucket width), and apart the columns of the words equal to ``T``.
+   distance above ``T`` (the sample sets the bucket width), and apart the columns of the words equal to ``T``
+   (once a program has seen that buffer full, it only counts them: the finish then scans the row for them).
    No program waits on another.
 3. :func:`_longrow_finish_kernel`, one program per row: the exact top ``k`` from those few, with counts, not
    guesses:
@@ -231,6 +232,10 @@ def _longrow_stream_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, gtw
         hrow = hist_ptr + row.to(tl.int64) * NB
         gbase = row.to(tl.int64) * CAP
         ebase = row.to(tl.int64) * CAP_EQ
+        # once the program has seen the buffer of equal columns full, the finish scans the row for them instead: the
+        # program only counts its equal words from then on, and adds them to the row's count once, at its end
+        eq_full = tl.zeros([], tl.int32)
+        eq_left = tl.zeros([], tl.int32)
         for t0 in range(lo, hi, TILE):
             h = nxt
             # the next tile's loads go out before this tile's atomics wait on their replies
@@ -263,10 +268,16 @@ def _longrow_stream_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, gtw
                     tl.store(gtc_ptr + gbase + pos, cols, mask=fits)
                     tl.atomic_add(hrow + _bucket(h, T, sh, NB), 1, mask=g, sem="relaxed")
             if ne > 0:
-                per = cnt >> 16
-                pos = (tl.atomic_add(srow + 2, ne, sem="relaxed") + (tl.cumsum(per, 0) - per)[None, :]
-                       + tl.cumsum(e.to(tl.int32), 0) - 1)
-                tl.store(eqc_ptr + ebase + pos, cols, mask=e & (pos < CAP_EQ))
+                if eq_full == 0:
+                    per = cnt >> 16
+                    old = tl.atomic_add(srow + 2, ne, sem="relaxed")
+                    pos = old + (tl.cumsum(per, 0) - per)[None, :] + tl.cumsum(e.to(tl.int32), 0) - 1
+                    tl.store(eqc_ptr + ebase + pos, cols, mask=e & (pos < CAP_EQ))
+                    eq_full = (old + ne >= CAP_EQ).to(tl.int32)
+                else:
+                    eq_left += ne
+        if eq_left > 0:
+            tl.atomic_add(srow + 2, eq_left, sem="relaxed")
 
 
 @triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "CAP", "CAP_EQ", "has_len", "has_start"])
