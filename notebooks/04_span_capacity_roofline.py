@@ -473,11 +473,28 @@ if tok[0]:
 
 # %% [markdown]
 # **What it means.** Every point of the grid, every value law and every prefill shape is faster than
-# `torch.topk`: the grid medians are 2.9-3.7x, the smallest point 2.0x (8 ragged rows of 64K, where the rule sends
-# the radix select). The one-read floor is still off: 2.7x at 640 x 256K, 3.6-6.0x in prefill. A narrow `band` of
-# values with sparse outliers is the slow law: 2.7x the time of normal values at 64 x 256K (1.3x over `torch`).
-# Its words fall into few buckets, so the finish searches more of them. The targets (4x over `torch`, 1.3x the
-# floor) are still open.
+# `torch.topk`: the grid medians are 2.9-3.8x, the smallest grid point 2.6x. The one-read floor is still off: 2.7x
+# at 640 x 256K, 3.6-6.1x in prefill. A narrow `band` of values with sparse outliers is the slow law: 2.8x the time
+# of normal values at 64 x 256K (1.3x over `torch`). There the k-th word is one value that about 4,400 columns of a
+# row share, more than the 4096 the buffer of ties holds, so the finish takes the first ones in column order from a
+# scan of the row by its one program (about 50 steps of 2048 columns). At 64K the same law's tie fits the buffer,
+# and `band` is 1.1x normal. The targets (4x over `torch`, 1.3x the floor, every law within 1.5x of normal) are
+# still open.
+#
+# Ties that overflow the buffer used to cost the stream as well: every tile sent its ties through the buffer's
+# slots (an atomic, a scan, the stores) even after it was full. Now a program that has seen the buffer full only
+# counts its ties, and adds them once at its end. The laws in one process, before (`5752739`) and after:
+
+# %%
+ties = records.load_records("longrow/ab/ab_v3_ties_laws", gpu="h100")
+print(records.record_status(ties))
+if ties[0]:
+    print(tables.format_table(longrow.probe_rows(ties[0], {"torch": "torch_us", "old": "before", "new": "after"})))
+
+# %% [markdown]
+# **What it means.** Where the tie is wide and the buffer fills early (`equal`, `three`), the call takes 0.65-0.94x
+# the time; at 640 x 256K `equal` goes from 533 to 346 µs. `band` barely moves (0.96-0.99x): its cost is the
+# finish's scan, not the stream.
 #
 # Where the time goes, from the same kind of call profiled one launch at a time (`dsa-lab ab --profile`). The
 # launches overlap: the stream's programs start while the sample runs and wait for its threshold, and the finish's
@@ -485,14 +502,14 @@ if tok[0]:
 # than the call:
 
 # %%
-prof = records.load_records("longrow/ab/ab_v3_sample", gpu="h100")
+prof = records.load_records("longrow/ab/ab_v3_ties", gpu="h100")
 print(records.record_status(prof))
 if prof[0]:
     print(tables.format_table(longrow.stage_rows(prof[0])))
 
 # %% [markdown]
 # **What it means.** From 64 rows the stream launch is most of the time. It reads the row once, but at
-# 0.6-1.35 TB/s, not the card's 3.1 TB/s. At a few rows the call takes about 21 µs, and the launches that run one
+# 0.6-1.4 TB/s, not the card's 3.2 TB/s. At a few rows the call takes 20-30 µs, and the launches that run one
 # program per row set it: the sample's counting steps over its words, then the finish's over the candidates, each
 # step a reduction across the program's warps.
 #
@@ -546,9 +563,16 @@ if parts[0] and vec[0]:
 # apart), counts its own words, and keeps its first two words above the threshold in registers; only those 2 x 128
 # go through the slot scan, the stores and the histogram. A tile where some thread holds three or more takes all its
 # words through them, as before. That took the stream from 652 to 512 µs at 640 x 256K (`ab/ab_v3_pairs.csv`, the
-# two in one process) and from 81 to 69 at 64 x 256K; it is 498 and 66 in the stage table above. At k = 2048 on 64K
+# two in one process) and from 81 to 69 at 64 x 256K; it is 472 and 63 in the stage table above. At k = 2048 on 64K
 # rows the words above the threshold are 6 % of the row, so most tiles have a thread with three, and the time
 # stays.
+#
+# The stream is still bound by instruction issue. Nsight Compute on it at 640 x 256K (`logs/ncu_stream_details.csv`,
+# `logs/ncu_stream_sass_summary.csv`): the SMs are 84 % busy issuing while DRAM is 38 % busy, and each warp spends
+# about 457 instructions on a 1024-column tile, 10 of them barriers. Trimming them (one packed sum a tile instead of
+# two, unmasked loads in whole tiles: 3-11 % fewer, `logs/ncu_stream_trees.csv`) moved the graph-timed call by
+# -1 to +7 % (`ab/probe_stream_cuts.csv`), and one-warp programs without barriers help only at 640 rows. Reaching
+# the bytes floor needs a stream with several times fewer instructions a word, not another trim.
 #
 # Serving engines use CUDA top-k kernels. Their times below are transcribed, not measured by this harness:
 # FlashInfer's radix top-k measured on an H100 with `torch.topk` in the same process, and two figures the peers
@@ -563,8 +587,8 @@ if peers[0] and tok[0]:
 
 # %% [markdown]
 # **What it means.** Against FlashInfer's radix top-k (its times transcribed, each ratio against its own
-# process's `torch`) the select is faster at its eight shapes of 128K-256K columns, 1-640 rows (1.09-2.10x its
-# speed), and slower at its two of 64K (0.69-0.76x). The published kernels are faster where they report: the
+# process's `torch`) the select is faster at its eight shapes of 128K-256K columns, 1-640 rows (1.15-2.08x its
+# speed), and slower at its two of 64K (0.70-0.76x). The published kernels are faster where they report: the
 # cluster kernel 1.6x as fast at 64 x 256K, vLLM's persistent top-k 1.04x at 4 x 160K. Those kernels are CUDA
 # only; none of them runs on ROCm.
 #
@@ -601,13 +625,13 @@ if cx[0]:
     print(f"the rule picks the slower of the two at {len(missed)} of {len(rows_cx)} points")
 
 # %% [markdown]
-# **What it means.** From 128K columns the long-row select wins from one row (18-23 µs against the radix's
-# 32-54: the radix pays a pass per digit over the row). The rule: rows of 2^17 columns and more at any row count,
+# **What it means.** From 128K columns the long-row select wins from one row (18-22 µs against the radix's
+# 32-53: the radix pays a pass per digit over the row). The rule: rows of 2^16 columns and more at any row count,
 # narrower rows from 2^20 columns in all (`plans.LONGROW_MIN_WIDTH`, `plans.LONGROW_MIN_COLUMNS`). It is a shape
-# rule, so it adds no compiled variant. It was set when the two were within 15 % at 64K up to 8 rows; with the
-# smaller sample the long-row select is now faster there at 5 points (k = 512 at 1-8 rows, k = 2048 at one row:
-# the radix the rule picks is 7-27 % slower) and within 2 % at the other three. A bound of 2^16 columns is the
-# next rule; it waits for the token grid's 64K points to be measured under it.
+# rule, so it adds no compiled variant. Its bound was 2^17 while the two were within 15 % at 64K up to 8 rows; with
+# the 4096-word sample the long-row select won there at 5 of 8 points (the radix 7-27 % slower), so the bound moved
+# to 2^16. The three points where the rule now picks the slower kernel are k = 2048 at 64K, 2-8 rows, by 2.2 % at
+# most.
 #
 # **Correctness.** The fuzz menu's long-row entries draw widths above 32768 columns, k from 257 to 2048, token and
 # block-size-1 candidate calls and every value law. They poison the output and check every slot against the exact
@@ -623,8 +647,7 @@ for name in ("fuzz_longrow.json", "fuzz_longrow_9e9f91b.json", "verify_matrix_lo
 # %% [markdown]
 # **Compile once.** The long-row select is three kernels, two forms each (logits, and block scores at block size
 # 1): six variants in the warm list, none chosen by a shape. Fresh processes after `dsa-lab warmup`, each making the
-# first call at long-row shapes the warm list never used (`dsa-lab coldstart --long`, recorded before the thread
-# pairs and the 4096-word sample, which add no variant):
+# first call at long-row shapes the warm list never used (`dsa-lab coldstart --long`, on the current kernels):
 
 # %%
 cold = records.load_records("longrow/coldstart_long", gpu="h100")
@@ -645,9 +668,9 @@ if v32[0]:
     print(tables.format_table(longrow.step_rows(v32[0], block_size=1)))
 
 # %% [markdown]
-# **What it means.** The fused step is 1.6-2.9x the upstream composition's speed, every point checked against
-# `torch.topk`'s ids. At one sequence the select is most of the step (26-30 of 35-48 µs: the small-batch floor
-# above). From 32 sequences the producer is (its FP8 scores over 128K tokens), and the select is 10-19 % of the
+# **What it means.** The fused step is 1.6-2.8x the upstream composition's speed, every point checked against
+# `torch.topk`'s ids. At one sequence the select is most of the step (27-31 of 36-49 µs: the small-batch floor
+# above). From 32 sequences the producer is (its FP8 scores over 128K tokens), and the select is 10-18 % of the
 # step.
 
 # %% [markdown]

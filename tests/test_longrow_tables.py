@@ -168,6 +168,28 @@ def test_probe_rows_one_column_per_arm_marks_wrong_ids():
     assert [r["rows"] for r in longrow.probe_rows(rec, {"new": "n"}, where={"k": 512})] == [64]
 
 
+def test_probe_rows_name_the_law_where_a_record_holds_several():
+    rec = [{"rows": 64, "width": 262144, "k": 2048, "dist": d, "arm": a, "median_us": us, "bad": 0}
+           for d, a, us in (("equal", "old", 66.5), ("equal", "new", 49.1), ("band", "old", 223.6),
+                            ("band", "new", 217.4))]
+    out = longrow.probe_rows(rec, {"old": "before", "new": "after"})
+    assert out == [{"rows": 64, "width": 262144, "k": 2048, "dist": "equal", "before": "66.5", "after": "49.1"},
+                   {"rows": 64, "width": 262144, "k": 2048, "dist": "band", "before": "223.6", "after": "217.4"}]
+    assert "dist" not in longrow.probe_rows(rec[:2], {"new": "n"})[0]
+
+
+def test_recorded_ties_past_a_full_buffer():
+    """The committed A/B at 8741fed (H100): with the stream counting ties apart once their buffer is full, the
+    tie-heavy laws take less time at 256K columns (`equal`, `three`), none more than 3 % longer; ids right."""
+    rec = records.load_records("longrow/ab/ab_v3_ties_laws", gpu="h100")[0]
+    rows = longrow.probe_rows(rec, {"old": "old", "new": "new"})
+    assert len(rows) == 16 and all("!" not in v for r in rows for v in r.values() if isinstance(v, str))
+    assert all(float(r["new"]) <= 1.03 * float(r["old"]) for r in rows)
+    for r in rows:
+        if r["dist"] in ("equal", "three") and r["width"] == 262144:
+            assert float(r["new"]) < 0.85 * float(r["old"]), r
+
+
 def test_recorded_sample_probe_smaller_sample_faster_until_it_misses():
     """The committed probe at 8fd5dca (H100): the 4096-word sample is faster than 8192 words at every point, and
     2048 words miss at k = 512 over 256K columns (rows read again: many times slower), the reason for the floor."""

@@ -144,18 +144,20 @@ def stream_parts_rows(records_by_arm: dict, *, where: dict | None = None) -> lis
 
 
 def probe_rows(rows, arms: dict, *, where: dict | None = None) -> list[dict]:
-    """A long-row plan probe's record (``ab/probe_*.csv``: one row per point and arm) as one row per point: the µs
-    of each arm of ``arms`` (``{arm: column label}``), ``!`` after an arm whose ids differed from ``torch.topk``'s on
-    some row; ``where``: keep the points whose fields equal these."""
+    """A ``dsa-lab ab`` record (``ab/*.csv``: one row per point and arm) as one row per point: the µs of each arm of
+    ``arms`` (``{arm: column label}``), ``!`` after an arm whose ids differed from ``torch.topk``'s on some row, and
+    the value law (``dist``) where the record holds several; ``where``: keep the points whose fields equal these."""
     pts: dict = {}
     for r in rows or ():
         if int(r["rows"]) == 0 or (where and any(int(r[f]) != v for f, v in where.items())):
             continue  # (rows 0: the null-launch chain)
         mark = "!" if int(r["bad"]) else ""
-        pts.setdefault((int(r["rows"]), int(r["width"]), int(r["k"])), {})[str(r["arm"])] = \
-            f"{float(r['median_us']):.1f}{mark}"
-    return [{"rows": rw, "width": w, "k": k, **{lab: got.get(arm, "—") for arm, lab in arms.items()}}
-            for (rw, w, k), got in pts.items()]
+        key = (int(r["rows"]), int(r["width"]), int(r["k"]), str(r.get("dist") or "normal"))
+        pts.setdefault(key, {})[str(r["arm"])] = f"{float(r['median_us']):.1f}{mark}"
+    laws = len({key[3] for key in pts}) > 1
+    return [{"rows": rw, "width": w, "k": k, **({"dist": d} if laws else {}),
+             **{lab: got.get(arm, "—") for arm, lab in arms.items()}}
+            for (rw, w, k, d), got in pts.items()]
 
 
 def step_rows(rows, *, block_size: int = 1) -> list[dict]:
