@@ -67,9 +67,9 @@ def test_peers_rows_ratios_each_against_its_own_torch():
 
 
 def test_recorded_crossover_agrees_with_the_rule():
-    """The committed H100 crossover (four widths, 1-64 rows, k = 512 / 2048; at 596b09c, the 4096-word sample): the
-    rule's 2^16 bound picks the faster kernel at every point but where the two are within 3 %; the 2^17 bound
-    before it picked the radix select where the long-row one was up to 27 % faster (a row of 64K)."""
+    """The committed H100 crossover (four widths, 1-64 rows, k = 512 / 2048; at 8741fed): the rule's 2^16 bound picks
+    the faster kernel at every point but where the two are within 3 %; the 2^17 bound before it would pick the radix
+    select at 64K, 1-8 rows, where the long-row one is up to 26 % faster."""
     rows, meta, _ = records.load_records("longrow/crossover", gpu="h100")
     out = longrow.crossover_rows(rows, sm_count=meta["sm_count"])
     assert len(out) == 56

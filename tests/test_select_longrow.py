@@ -82,8 +82,8 @@ def test_longrow_stream_tile_forms(dist, fresh_seed):
             assert int(per_thread.max()) >= 3 and branch[r] == "top of keys above", (r, thr[r], fresh_seed)
 
 
-def _thresholds(x, lens, k, plan) -> list[int]:
-    """Each row's threshold word from the sample launch."""
+def _sample(x, lens, k, plan) -> torch.Tensor:
+    """The sample launch alone: int32 ``[rows, 2]``, each row's threshold word and bucket shift."""
     from dsa_lab.kernels import longrow as kernel
     from dsa_lab.launch import run
 
@@ -91,7 +91,12 @@ def _thresholds(x, lens, k, plan) -> list[int]:
     thr = torch.empty(2 * rows, dtype=torch.int32)
     run(kernel._longrow_sample_kernel, (rows,), x, x.stride(0), lens, lens, thr, n, n, k, 1, plan.CAP, plan.RMIN, 1,
         0, BLOCK_SCORES=False, NCH=plan.NCH, CH=plan.CH, NB=plan.NB, PDL=False, num_warps=plan.num_warps)
-    return [int(t) for t in thr[0::2]]
+    return thr
+
+
+def _thresholds(x, lens, k, plan) -> list[int]:
+    """Each row's threshold word from the sample launch."""
+    return [int(t) for t in _sample(x, lens, k, plan)[0::2]]
 
 
 def _stream(x, lens, k, plan):
@@ -101,16 +106,13 @@ def _stream(x, lens, k, plan):
     from dsa_lab.launch import run
 
     rows, n = x.shape
-    thr = torch.empty(2 * rows, dtype=torch.int32)
+    thr = _sample(x, lens, k, plan)
     gtw, gtc = (torch.empty(rows * plan.CAP, dtype=torch.int32) for _ in range(2))
     eqc = torch.full((rows, plan.CAP_EQ), -7, dtype=torch.int32)
     cnt, hist = torch.zeros(rows, 4, dtype=torch.int32), torch.zeros(rows, plan.NB, dtype=torch.int32)
-    shape = (n, n, k, 1)
-    run(kernel._longrow_sample_kernel, (rows,), x, x.stride(0), lens, lens, thr, *shape, plan.CAP, plan.RMIN, 1, 0,
-        BLOCK_SCORES=False, NCH=plan.NCH, CH=plan.CH, NB=plan.NB, PDL=False, num_warps=plan.num_warps)
     run(kernel._longrow_stream_kernel, (rows, plan.P), x, x.stride(0), lens, lens, thr, gtw, gtc, eqc, cnt, hist,
-        *shape, plan.P, plan.CAP, plan.CAP_EQ, 1, 0, BLOCK_SCORES=False, TILE=plan.TILE, LANES=plan.lanes, NB=plan.NB,
-        PDL=False, num_warps=plan.stream_warps)
+        n, n, k, 1, plan.P, plan.CAP, plan.CAP_EQ, 1, 0, BLOCK_SCORES=False, TILE=plan.TILE, LANES=plan.lanes,
+        NB=plan.NB, PDL=False, num_warps=plan.stream_warps)
     return thr[0::2], cnt, hist, eqc
 
 
