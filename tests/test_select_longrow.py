@@ -215,14 +215,10 @@ def test_longrow_branches(fresh_seed):
 def _finish_of_top(x, lens, k, plan):
     """For the rows whose finish takes the top k of the words above the threshold: how the histogram's bucket of
     the k-th word is used (all its words, a part found by counting, or a part with ties cut by column)."""
-    from dsa_lab.kernels import longrow as kernel
     from dsa_lab.keys import NEG_INF_HI, ordered_hi
-    from dsa_lab.launch import run
 
     rows, n = x.shape
-    thr = torch.empty(2 * rows, dtype=torch.int32)
-    run(kernel._longrow_sample_kernel, (rows,), x, x.stride(0), lens, lens, thr, n, n, k, 1, plan.CAP, plan.RMIN, 1,
-        0, BLOCK_SCORES=False, NCH=plan.NCH, CH=plan.CH, NB=plan.NB, PDL=False, num_warps=plan.num_warps)
+    thr = _sample(x, lens, k, plan)
     h = torch.where(torch.arange(n)[None, :] < lens[:, None].long(), ordered_hi(x), NEG_INF_HI).long()
     out = []
     for r in range(rows):
