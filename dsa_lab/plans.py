@@ -72,8 +72,6 @@ LONGROW_TILE = 1024  # columns a step of a long-row stream program
 LONGROW_PROGRAMS = 16  # long-row programs per SM in all, at most (one tile each at least)
 LONGROW_NB = 2048  # buckets of the long-row finish's histogram (of the candidates' distance above the threshold)
 LONGROW_MIN_WIDTH = 1 << 16  # the long-row select on rows this wide at any row count (the radix's passes cost more)
-LONGROW_MAX_P = 2048  # long-row programs per row, at most (the finish holds their counts in one register tile)
-LONGROW_FINISH = 4  # long-row finish programs per SM in all, at most 16 a row (they share a wide tie's scan)
 LONGROW_MIN_COLUMNS = 1 << 20  # and on narrower rows from this many columns in all (rows x width); the radix below
 SCORES_MULT = 32  # scores launch: about 32 x SM programs in all
 SCORES_LANES = 4096  # logits per scores tile, whatever the width
@@ -226,8 +224,7 @@ class Bisect:
 class Longrow:
     """The long-row select: ``P`` programs per row stream it in tiles of ``TILE`` columns (``stream_warps``); per-row
     candidate buffers of ``CAP`` words above the threshold and ``CAP_EQ`` columns equal to it, which the finish
-    (``FH`` programs per row of ``fin_warps``; the stream programs' counts in a tile of ``PT``) holds in register
-    tiles of ``FT`` / ``FT_EQ``, and a histogram of ``NB`` buckets of the
+    (``fin_warps``) holds in register tiles of ``FT`` / ``FT_EQ``, and a histogram of ``NB`` buckets of the
     candidates; the threshold from a sample of ``NCH`` runs of ``CH`` columns, at a sample rank of at least
     ``RMIN`` where ``CAP`` has room for twice what it aims at.  The tiles are constexprs (small in
     the CPU tests: every branch at interpreter sizes); the buffer sizes are not (one compiled kernel for both k
@@ -236,12 +233,10 @@ class Longrow:
     P: int
     CAP: int
     CAP_EQ: int
-    FH: int = 1  # finish programs per row (a wide tie's scan shared by them)
     block_size: int = 1
     TILE: int = LONGROW_TILE
     FT: int = 4 * LONGROW_MAX_KP
     FT_EQ: int = 2 * LONGROW_MAX_KP
-    PT: int = LONGROW_MAX_P  # the finish's tile of the stream programs' counts (P at most)
     STILE: int = 2048  # columns a step of a row scan (a wide tie, the exact fallback)
     NCH: int = 512  # runs of CH columns: short runs keep a sorted row's sample spread over its ranks
     CH: int = 8
@@ -262,9 +257,7 @@ class Longrow:
 
 def longrow(rows: int, n: int, k: int, facts: dict, *, block_size: int = 1, programs: int | None = None) -> Longrow:
     """The long-row select of ``k <= LONGROW_MAX_KP``: programs per row to fill the device (at most
-    :data:`LONGROW_PROGRAMS` per SM in all and :data:`LONGROW_MAX_P` a row, at least a tile each; ``programs``:
-    forced); finish programs per row :data:`LONGROW_FINISH` per SM in all, 1-16 a row (only a wide tie gives the
-    ones after the first work).  The threshold aims at ``2k``
+    :data:`LONGROW_PROGRAMS` per SM in all, at least a tile each; ``programs``: forced).  The threshold aims at ``2k``
     words above it, or at the rank ``RMIN`` of the sample of 4096 words where that is more (4096 words at 262144
     columns); the buffer holds 8192 above it (either k bucket) and twice the k bucket equal to it.  On rows of
     independent values at 262144 columns (rank 64) fewer than k lie above the threshold (the row read again) about
@@ -272,15 +265,11 @@ def longrow(rows: int, n: int, k: int, facts: dict, *, block_size: int = 1, prog
     in 7 billion; at rank 16 (k = 512 aimed at 2k) one row in 120 missed."""
     if k > LONGROW_MAX_KP:
         raise ValueError(f"the long-row select takes k of at most {LONGROW_MAX_KP}, got {k}")
-    sm = int(facts["sm_count"])
-    P = programs or min(LONGROW_MAX_P, max(1, min(-(-n // LONGROW_TILE), -(-LONGROW_PROGRAMS * sm // max(rows, 1)))))
-    if not 1 <= P <= LONGROW_MAX_P:
-        raise ValueError(f"programs must be 1-{LONGROW_MAX_P} a row, got {P}")
-    fh = max(1, min(P, 16, -(-LONGROW_FINISH * sm // max(rows, 1))))
+    P = programs or max(1, min(-(-n // LONGROW_TILE), -(-LONGROW_PROGRAMS * int(facts["sm_count"]) // max(rows, 1))))
     kb = 512 if k <= 512 else LONGROW_MAX_KP
     fin = 16 if int(facts.get("warp_size", 32)) == 32 else 8  # 512 lanes either way (1024 spill on AMD targets)
     regs = 72 if str(facts.get("arch") or "").startswith("sm_") else 0  # 7 programs an SM, not 4 (no spill)
-    return Longrow(P=int(P), CAP=4 * LONGROW_MAX_KP, CAP_EQ=2 * kb, FH=fh, block_size=int(block_size), fin_warps=fin,
+    return Longrow(P=int(P), CAP=4 * LONGROW_MAX_KP, CAP_EQ=2 * kb, block_size=int(block_size), fin_warps=fin,
                    stream_regs=regs, warp_size=int(facts.get("warp_size", 32)))
 
 

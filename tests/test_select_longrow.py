@@ -20,11 +20,11 @@ from dsa_lab.launch import select as launch
 from dsa_lab.select import topk_select_reference
 
 SMALL = dict(CAP=96, CAP_EQ=32, FT=128, FT_EQ=32, TILE=64, STILE=64, NCH=16, CH=4, num_warps=4, stream_warps=4,
-             fin_warps=4, NB=64, PT=16)
+             fin_warps=4, NB=64)
 
 
-def small(P=3, FH=2, **kw):
-    return plans.Longrow(P=P, FH=min(FH, P), **dict(SMALL, **kw))
+def small(P=3, **kw):
+    return plans.Longrow(P=P, **dict(SMALL, **kw))
 
 
 def select(x, k, lens=None, rr=1, plan=None):
@@ -110,17 +110,10 @@ def _stream(x, lens, k, plan):
     gtw, gtc = (torch.empty(rows * plan.CAP, dtype=torch.int32) for _ in range(2))
     eqc = torch.full((rows, plan.CAP_EQ), -7, dtype=torch.int32)
     cnt, hist = torch.zeros(rows, 4, dtype=torch.int32), torch.zeros(rows, plan.NB, dtype=torch.int32)
-    rec = torch.full((rows, 2, plan.P), -7, dtype=torch.int32)
     run(kernel._longrow_stream_kernel, (rows, plan.P), x, x.stride(0), lens, lens, thr, gtw, gtc, eqc, cnt, hist,
-        rec, n, n, k, 1, plan.P, plan.CAP, plan.CAP_EQ, 1, 0, BLOCK_SCORES=False, TILE=plan.TILE, LANES=plan.lanes,
+        n, n, k, 1, plan.P, plan.CAP, plan.CAP_EQ, 1, 0, BLOCK_SCORES=False, TILE=plan.TILE, LANES=plan.lanes,
         NB=plan.NB, PDL=False, num_warps=plan.stream_warps)
-    return thr[0::2], cnt, hist, eqc, rec
-
-
-def _shares(L, plan):
-    """Each stream program's columns ``[lo, hi)`` of a row of ``L`` (as the kernels split it)."""
-    chunk = max(-(-(-(-L // plan.P)) // plan.TILE) * plan.TILE, plan.TILE)
-    return [(min(p * chunk, L), min(p * chunk + chunk, L)) for p in range(plan.P)]
+    return thr[0::2], cnt, hist, eqc
 
 
 @pytest.mark.parametrize("dist", ["few_values", "equal", "normal"])
@@ -135,14 +128,12 @@ def test_longrow_stream_counts(dist, fresh_seed):
     rows, n, k = 4, 1500, 40
     x = fill(dist, rows, n, gen=gen)
     lens = _lens(rows, n, gen)
-    plan = small(P=5)
-    thr, cnt, hist, eqc, rec = _stream(x, lens, k, plan)
+    plan = small()
+    thr, cnt, hist, eqc = _stream(x, lens, k, plan)
     for r in range(rows):
         h = ordered_hi(x[r, :int(lens[r])])
         gt, eq = int((h > thr[r]).sum()), int((h == thr[r]).sum())
         assert (int(cnt[r, 1]), int(cnt[r, 2]), int(hist[r].sum())) == (gt, eq, gt), (dist, r, fresh_seed)
-        own = [(int((h[lo:hi] > thr[r]).sum()), int((h[lo:hi] == thr[r]).sum())) for lo, hi in _shares(len(h), plan)]
-        assert rec[r].T.tolist() == [list(o) for o in own], (dist, r, fresh_seed)
         held = eqc[r, :min(eq, plan.CAP_EQ)]
         assert len(set(held.tolist())) == len(held) and bool((h[held.long()] == thr[r]).all()), (dist, r, fresh_seed)
     if dist != "normal":  # far more ties than the buffer holds: the programs filled it, then counted apart
@@ -219,29 +210,6 @@ def test_longrow_branches(fresh_seed):
     assert_same_sets(got, topk_select_reference(x, k, lens, 1), f"seed={fresh_seed}")
     assert set(_branch(x, lens, k, plan)) == {"top of keys above", "ties from the buffer", "ties by a scan",
                                                "fallback", "fewer than k"}, _branch(x, lens, k, plan)
-
-
-@pytest.mark.parametrize("P,FH", [(7, 1), (7, 3), (7, 7), (2, 2)])
-def test_longrow_wide_tie_shared(P, FH, fresh_seed):
-    """A wide tie (more columns equal to the threshold than its buffer holds, some needed) scanned by the row's
-    ``FH`` finish programs, each over the stream programs' shares it takes: the first columns in column order,
-    whichever share the last needed one lies in.  Row 0: 10 words above a value every sampled column holds and 60
-    more columns spread over the row; rows 1-2: one value (the first k columns), and a few values."""
-    gen = torch.Generator().manual_seed(fresh_seed)
-    n, k = 1500, 40
-    plan = small(P=P, FH=FH)
-    runs = [i * (n - plan.CH) // (plan.NCH - 1) + j for i in range(plan.NCH) for j in range(plan.CH)]
-    others = torch.tensor([c for c in range(n) if c not in set(runs)])
-    pick = others[torch.randperm(len(others), generator=gen)[:70]]
-    x = torch.randn(4, n, generator=gen)
-    x[0] = torch.rand(n, generator=gen)
-    x[0, runs], x[0, pick[:60]], x[0, pick[60:]] = 3.0, 3.0, 5.0 + torch.rand(10, generator=gen)
-    x[1] = 0.5
-    x[2] = torch.randint(0, 4, (n,), generator=gen).float()
-    lens = torch.tensor([n, n, n, int(torch.randint(200, n, (1,), generator=gen))], dtype=torch.int32)
-    got = select(x, k, lens, plan=plan)
-    assert_same_sets(got, topk_select_reference(x, k, lens, 1), f"P={P} FH={FH} seed={fresh_seed}")
-    assert _branch(x, lens, k, plan)[:3] == ["ties by a scan"] * 3, _branch(x, lens, k, plan)
 
 
 def _finish_of_top(x, lens, k, plan):
@@ -327,8 +295,8 @@ def test_longrow_default_sizes(fresh_seed):
 @pytest.mark.parametrize("starts,law", [(False, "normal"), (True, "normal"), (True, "few_values")])
 def test_longrow_candidate_blocks_at_block_size_one(starts, law, fresh_seed):
     """``select_candidate_blocks`` at block size 1 on the long-row path: the select reads the logits itself (no
-    scores launch), each row's newest column pinned to +inf, then the flags kernel (``few_values``: wide ties, the
-    finish programs' scan bounded by the row's start and end)."""
+    scores launch), each row's newest column pinned to +inf, then the flags kernel (``few_values``: ties wider than
+    their buffer, the finish's scan for them bounded by the row's start and end)."""
     gen = torch.Generator().manual_seed(fresh_seed)
     rows, width, k = 4, 1200, 30
     x = torch.randn(rows, width, generator=gen)

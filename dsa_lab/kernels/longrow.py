@@ -12,18 +12,16 @@ Three launches, each a programmatic dependent of the one before (sm_90+):
    (a slot range per tile from an atomic counter; each thread's first two such words, unless a thread of the tile
    holds more), counting them in a histogram of ``NB`` buckets of the word's
    distance above ``T`` (the sample sets the bucket width), and apart the columns of the words equal to ``T``
-   (once a program has seen that buffer full, it only counts them: the finish then scans the row for them), and
-   its own counts of both. No program waits on another.
-3. :func:`_longrow_finish_kernel`, ``FH`` programs per row, the first of them writing: the exact top ``k`` from
-   those few, with counts, not guesses:
+   (once a program has seen that buffer full, it only counts them: the finish then scans the row for them).
+   No program waits on another.
+3. :func:`_longrow_finish_kernel`, one program per row: the exact top ``k`` from those few, with counts, not
+   guesses:
 
    * at least ``k`` above ``T`` and at most ``CAP`` of them: the histogram names the bucket of the k-th word and
      how many of its words are needed; those found by counting steps over that bucket's few words in registers,
      ties at the k-th to the smaller columns (a second search, over the tied columns);
    * fewer than ``k`` above: all of them, then the smallest columns equal to ``T`` -- from the buffer when they fit,
-     else from a scan of the stream programs' shares that hold them, split over the row's ``FH`` finish programs
-     (each share's place in column order from the stream programs' counts, each scan stopping once it has its
-     part);
+     else from a scan of the row in column order that stops once it has them;
    * more than ``CAP`` above, or too few at or above ``T`` (a sample far from its row): the whole row selected
      exactly by one program (:func:`_exact_row`, 8-bit digit passes): a second read, never a wrong answer.
 
@@ -68,14 +66,6 @@ def _extent(row, len_ptr, start_ptr, n, width, rr, has_len, has_start, BLOCK_SCO
         nlive = tl.maximum(tl.minimum(end, width) - start, 0).to(tl.int32)
         newest = tl.where(end > start, end - start - 1, -1).to(tl.int32)
     return L, start, nlive, newest
-
-
-@triton.jit
-def _share(L, P, p, TILE: tl.constexpr):
-    """Columns ``[lo, hi)`` of a row of ``L`` that stream program ``p`` of ``P`` reads: whole tiles, in order."""
-    chunk = tl.maximum((tl.cdiv(L, P) + TILE - 1) // TILE * TILE, TILE)
-    lo = p * chunk
-    return lo, tl.minimum(lo + chunk, L)
 
 
 @triton.jit
@@ -206,22 +196,21 @@ def _bucket(h, T, sh, NB: tl.constexpr):
 
 @triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "P", "CAP", "CAP_EQ", "has_len", "has_start"])
 def _longrow_stream_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, gtw_ptr, gtc_ptr, eqc_ptr, sync_ptr,
-                           hist_ptr, rec_ptr, n, width, k, rr, P, CAP, CAP_EQ, has_len, has_start,
-                           BLOCK_SCORES: tl.constexpr, TILE: tl.constexpr, LANES: tl.constexpr, NB: tl.constexpr,
-                           PDL: tl.constexpr):
-    """Grid ``(rows, P)``: program ``p`` streams its share of row ``r`` once (:func:`_share`).  Words above
-    ``T = thr[r, 0]`` go to ``gtw[r, slot]`` with their columns to ``gtc[r, slot]`` (int32 ``[rows, CAP]``) and
-    are counted in ``hist[r, bucket]`` (:func:`_bucket`, int32 ``[rows, NB]``), the columns of words equal to it go
-    to ``eqc[r, slot]`` (int32 ``[rows, CAP_EQ]``); ``sync[r, 1]`` / ``sync[r, 2]`` count them all, also past the
-    buffers, and the program's own counts of both go to ``rec[r, 0, p]`` / ``rec[r, 1, p]`` (int32
-    ``[rows, 2, P]``, every program's written).  ``PDL``: a programmatic dependent of the sample launch (its
-    threshold is read after the wait)."""
+                           hist_ptr, n, width, k, rr, P, CAP, CAP_EQ, has_len, has_start, BLOCK_SCORES: tl.constexpr,
+                           TILE: tl.constexpr, LANES: tl.constexpr, NB: tl.constexpr, PDL: tl.constexpr):
+    """Grid ``(rows, P)``: program ``p`` streams its share of row ``r`` once.  Words above ``T = thr[r, 0]`` go to
+    ``gtw[r, slot]`` with their columns to ``gtc[r, slot]`` (int32 ``[rows, CAP]``) and are counted in
+    ``hist[r, bucket]`` (:func:`_bucket`, int32 ``[rows, NB]``), the columns of words equal to it go to
+    ``eqc[r, slot]`` (int32 ``[rows, CAP_EQ]``); ``sync[r, 1]`` / ``sync[r, 2]`` count them all, also past the
+    buffers.  ``PDL``: a programmatic dependent of the sample launch (its threshold is read after the wait)."""
     if PDL:  # the finish's programs may take their places as the last of these run (they wait on all of them)
         _tl_cuda.gdc_launch_dependents()
     row = tl.program_id(0)
     p = tl.program_id(1)
     L, start, nlive, newest = _extent(row, len_ptr, start_ptr, n, width, rr, has_len, has_start, BLOCK_SCORES)
-    lo, hi = _share(L, P, p, TILE)
+    chunk = tl.maximum((tl.cdiv(L, P) + TILE - 1) // TILE * TILE, TILE)
+    lo = p * chunk
+    hi = tl.minimum(lo + chunk, L)
     # a tile as [TILE // LANES, LANES], a column of it per thread: a thread counts its own words, and it keeps its
     # first two words above T in registers, so only those go through the slot scan, the stores and the histogram
     # (a tile where a thread has three or more takes all its words through them)
@@ -236,8 +225,6 @@ def _longrow_stream_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, gtw
     nxt = _words(src_ptr, row_off, lo + lane, hi, start, nl, newest, BLOCK_SCORES)
     if PDL:
         _tl_cuda.gdc_wait()
-    g_all = tl.zeros([], tl.int32)
-    e_all = tl.zeros([], tl.int32)
     if lo < hi:
         T = tl.load(thr_ptr + 2 * row)
         sh = tl.load(thr_ptr + 2 * row + 1)
@@ -260,8 +247,6 @@ def _longrow_stream_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, gtw
             both = tl.sum(cnt, axis=0)
             ng = both & 0xFFFF
             ne = both >> 16
-            g_all += ng
-            e_all += ne
             if ng > 0:
                 per = cnt & 0xFFFF
                 first = tl.atomic_add(srow + 1, ng, sem="relaxed") + tl.cumsum(per, 0) - per  # a thread's first slot
@@ -293,121 +278,84 @@ def _longrow_stream_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, gtw
                     eq_left += ne
         if eq_left > 0:
             tl.atomic_add(srow + 2, eq_left, sem="relaxed")
-    rrow = rec_ptr + row.to(tl.int64) * 2 * P
-    tl.store(rrow + p, g_all)
-    tl.store(rrow + P + p, e_all)
 
 
-@triton.jit
-def _tie_share(src_ptr, row_off, out_ptr, obase, rrow, f, FH, P, L, start, nlive, newest, T, gt, need,
-               TILE: tl.constexpr, PT: tl.constexpr, STILE: tl.constexpr, BLOCK_SCORES: tl.constexpr):
-    """A wide tie's first ``need`` columns in column order, to ``out[obase + gt:][:need]``: finish program ``f``
-    of ``FH`` takes the stream programs' shares ``p = f, f + FH, ...`` that hold some of them (the ties before a
-    share: the sum of the stream programs' own counts ``rrow[P + q]``, ``q < p``) and scans each for its part."""
-    q = tl.arange(0, PT)
-    e = tl.load(rrow + P + q, mask=q < P, other=0)
-    before = tl.cumsum(e, 0) - e
-    mine = (q < P) & (q % FH == f) & (e > 0) & (before < need)
-    slane = tl.arange(0, STILE)
-    p = tl.min(tl.where(mine, q, PT))
-    while p < PT:
-        ep = tl.sum(tl.where(q == p, before, 0))
-        want = tl.minimum(tl.sum(tl.where(q == p, e, 0)), need - ep)
-        lo, hi = _share(L, P, p, TILE)
-        nl = tl.minimum(nlive, hi)
-        seen = tl.zeros([], tl.int32)
-        t0 = lo
-        while (seen < want) & (t0 < hi):
-            cols = t0 + slane
-            tie = _words(src_ptr, row_off, cols, hi, start, nl, newest, BLOCK_SCORES) == T
-            cs = seen + tl.cumsum(tie.to(tl.int32), 0)
-            tl.store(out_ptr + obase + gt + ep + cs - 1, cols, mask=tie & (cs <= want))
-            seen += tl.sum(tie.to(tl.int32))
-            t0 += STILE
-        p = tl.min(tl.where(mine & (q > p), q, PT))
-
-
-@triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "P", "FH", "CAP", "CAP_EQ", "has_len",
-                               "has_start"])
+@triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "CAP", "CAP_EQ", "has_len", "has_start"])
 def _longrow_finish_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, out_ptr, gtw_ptr, gtc_ptr, eqc_ptr,
-                           sync_ptr, hist_ptr, rec_ptr, n, width, k, rr, P, FH, CAP, CAP_EQ, has_len, has_start,
+                           sync_ptr, hist_ptr, n, width, k, rr, CAP, CAP_EQ, has_len, has_start,
                            BLOCK_SCORES: tl.constexpr, FT: tl.constexpr, FT_EQ: tl.constexpr, NB: tl.constexpr,
-                           TILE: tl.constexpr, PT: tl.constexpr, STILE: tl.constexpr, KT: tl.constexpr,
-                           PDL: tl.constexpr):
-    """Grid ``(rows, FH)``: row ``r``'s ids to ``out[r, :k]`` (every slot) from the stream launch's candidates
-    (``CAP <= FT`` and ``CAP_EQ <= FT_EQ``: a register tile holds either buffer; ``P <= PT``: one holds the stream
-    programs' counts); ``sync[r, 1:3]`` and ``hist[r]`` back to zero.  Program 0 writes all but a wide tie (more
-    columns equal to the threshold than its buffer holds, some of them needed): the ``FH`` programs share the scan
-    for those (:func:`_tie_share`), the others reading the row's counts from ``rec``.  ``PDL``: a programmatic
-    dependent of the stream launch."""
+                           STILE: tl.constexpr, KT: tl.constexpr, PDL: tl.constexpr):
+    """Grid ``(rows,)``: row ``r``'s ids to ``out[r, :k]`` (every slot) from the stream launch's candidates
+    (``CAP <= FT`` and ``CAP_EQ <= FT_EQ``: a register tile holds either buffer); ``sync[r, 1:3]`` and
+    ``hist[r]`` back to zero.  ``PDL``: a programmatic dependent of the stream launch."""
     row = tl.program_id(0)
-    f = tl.program_id(1)
     L, start, nlive, newest = _extent(row, len_ptr, start_ptr, n, width, rr, has_len, has_start, BLOCK_SCORES)
     if PDL:
         _tl_cuda.gdc_wait()
+    srow = sync_ptr + row.to(tl.int64) * 4
+    gt = tl.load(srow + 1)
+    eq = tl.load(srow + 2)
+    bins = tl.arange(0, NB)
+    hrow = hist_ptr + row.to(tl.int64) * NB
+    hist = tl.load(hrow + bins)
+    tl.debug_barrier()  # every thread has its counts before one of them resets them
+    tl.store(srow + 1, 0)
+    tl.store(srow + 2, 0)
+    tl.store(hrow + bins, tl.zeros([NB], tl.int32))
     T = tl.load(thr_ptr + 2 * row)
+    sh = tl.load(thr_ptr + 2 * row + 1)
     row_off = row.to(tl.int64) * src_stride
     obase = row.to(tl.int64) * k
-    rrow = rec_ptr + row.to(tl.int64) * 2 * P
-    if f == 0:
-        srow = sync_ptr + row.to(tl.int64) * 4
-        gt = tl.load(srow + 1)
-        eq = tl.load(srow + 2)
-        bins = tl.arange(0, NB)
-        hrow = hist_ptr + row.to(tl.int64) * NB
-        hist = tl.load(hrow + bins)
-        tl.debug_barrier()  # every thread has its counts before one of them resets them
-        tl.store(srow + 1, 0)
-        tl.store(srow + 2, 0)
-        tl.store(hrow + bins, tl.zeros([NB], tl.int32))
-        sh = tl.load(thr_ptr + 2 * row + 1)
-        gbase = row.to(tl.int64) * CAP
-        ebase = row.to(tl.int64) * CAP_EQ
-        if (gt > CAP) | ((T > NEG_HI) & (gt + eq < k)):  # the sample missed: the row exactly, read again
-            _exact_row(src_ptr, row_off, out_ptr, obase, L, start, nlive, newest, k, STILE, KT, BLOCK_SCORES)
-        else:
-            i = tl.arange(0, FT)
-            on = i < gt
-            c = tl.load(gtc_ptr + gbase + i, mask=on, other=0)
-            if gt > k:  # the top k of the words above T: the bucket of the k-th, then the k-th among its words
-                b, hb, rem = pick_digit(hist, k, bins)
-                h = tl.load(gtw_ptr + gbase + i, mask=on, other=NEG_HI)
-                bk = tl.where(on, _bucket(h, T, sh, NB), -1)
-                above = bk > b
-                inb = bk == b
-                take = above | inb
-                if rem < hb:
-                    hb_w = tl.where(inb, h, NEG_HI)
-                    Tk = _rank_word(hb_w, hb, rem)
-                    above = above | (hb_w > Tk)
-                    tie = hb_w == Tk
-                    nt = tl.sum(tie.to(tl.int32))
-                    need = k - tl.sum(above.to(tl.int32))
-                    take = above | tie
-                    if need < nt:  # ties at the k-th word: the smaller columns
-                        take = above | _smallest(c, tie, nt, need)
-                tl.store(out_ptr + obase + tl.cumsum(take.to(tl.int32), 0) - 1, c, mask=take)
-            else:  # all of them, then the first columns equal to T
-                tl.store(out_ptr + obase + i, c, mask=on)
-                written = gt
-                need = k - gt
-                if (need > 0) & (T > NEG_HI):
-                    if eq <= CAP_EQ:
-                        j = tl.arange(0, FT_EQ)
-                        on_e = j < eq
-                        ce = tl.load(eqc_ptr + ebase + j, mask=on_e, other=0)
-                        take = on_e
-                        if need < eq:
-                            take = _smallest(ce, on_e, eq, need)
-                        tl.store(out_ptr + obase + written + tl.cumsum(take.to(tl.int32), 0) - 1, ce, mask=take)
-                    # else a wide tie: its `need` columns from the share below (eq >= need: not a miss)
+    gbase = row.to(tl.int64) * CAP
+    ebase = row.to(tl.int64) * CAP_EQ
+    if (gt > CAP) | ((T > NEG_HI) & (gt + eq < k)):  # the sample missed: the row exactly, read again
+        _exact_row(src_ptr, row_off, out_ptr, obase, L, start, nlive, newest, k, STILE, KT, BLOCK_SCORES)
+    else:
+        i = tl.arange(0, FT)
+        on = i < gt
+        c = tl.load(gtc_ptr + gbase + i, mask=on, other=0)
+        if gt > k:  # the top k of the words above T: the bucket of the k-th, then the k-th among its words
+            b, hb, rem = pick_digit(hist, k, bins)
+            h = tl.load(gtw_ptr + gbase + i, mask=on, other=NEG_HI)
+            bk = tl.where(on, _bucket(h, T, sh, NB), -1)
+            above = bk > b
+            inb = bk == b
+            take = above | inb
+            if rem < hb:
+                hb_w = tl.where(inb, h, NEG_HI)
+                Tk = _rank_word(hb_w, hb, rem)
+                above = above | (hb_w > Tk)
+                tie = hb_w == Tk
+                nt = tl.sum(tie.to(tl.int32))
+                need = k - tl.sum(above.to(tl.int32))
+                take = above | tie
+                if need < nt:  # ties at the k-th word: the smaller columns
+                    take = above | _smallest(c, tie, nt, need)
+            tl.store(out_ptr + obase + tl.cumsum(take.to(tl.int32), 0) - 1, c, mask=take)
+        else:  # all of them, then the first columns equal to T
+            tl.store(out_ptr + obase + i, c, mask=on)
+            written = gt
+            need = k - gt
+            if (need > 0) & (T > NEG_HI):
+                if eq <= CAP_EQ:
+                    j = tl.arange(0, FT_EQ)
+                    on_e = j < eq
+                    ce = tl.load(eqc_ptr + ebase + j, mask=on_e, other=0)
+                    take = on_e
+                    if need < eq:
+                        take = _smallest(ce, on_e, eq, need)
+                    tl.store(out_ptr + obase + written + tl.cumsum(take.to(tl.int32), 0) - 1, ce, mask=take)
                     written += tl.minimum(eq, need)
-                fill_tail(out_ptr, obase, written, k, KT)
-    else:  # the row's counts from the stream programs' own (the counters above are reset by program 0)
-        q = tl.arange(0, PT)
-        gt = tl.sum(tl.load(rrow + q, mask=q < P, other=0))
-        eq = tl.sum(tl.load(rrow + P + q, mask=q < P, other=0))
-    wide = (gt <= CAP) & (gt < k) & (T > NEG_HI) & (gt + eq >= k) & (eq > CAP_EQ)
-    if wide:
-        _tie_share(src_ptr, row_off, out_ptr, obase, rrow, f, FH, P, L, start, nlive, newest, T, gt, k - gt, TILE, PT,
-                   STILE, BLOCK_SCORES)
+                else:  # a wide tie: its first `need` columns, scanning the row until they are found
+                    slane = tl.arange(0, STILE)
+                    seen = tl.zeros([], tl.int32)
+                    t0 = tl.zeros([], tl.int32)
+                    while (seen < need) & (t0 < L):
+                        cols = t0 + slane
+                        e = _words(src_ptr, row_off, cols, L, start, nlive, newest, BLOCK_SCORES) == T
+                        cs = seen + tl.cumsum(e.to(tl.int32), 0)
+                        tl.store(out_ptr + obase + written + cs - 1, cols, mask=e & (cs <= need))
+                        seen += tl.sum(e.to(tl.int32))
+                        t0 += STILE
+                    written += tl.minimum(seen, need)
+            fill_tail(out_ptr, obase, written, k, KT)

@@ -95,23 +95,18 @@ def radix(src, len_t, start_t, out, n, width, k, rr, plan: plans.Radix, *, block
 def longrow(src, len_t, start_t, out, n, width, k, rr, plan: plans.Longrow, *, block_scores: bool, pdl=False,
             sync=None):
     """The long-row select: the sample launch (a threshold per row), the stream launch (``plan.P`` programs per
-    row) and the finish (``plan.FH`` programs per row), each a programmatic dependent of the one before (``pdl``).
+    row) and the finish (one program per row), each a programmatic dependent of the one before (``pdl``).
     ``sync``: the per-row counters kept between calls (:func:`longrow_sync`).  ``block_scores``: at block size 1
     the source is logits (or the producer's scores) and each row's newest column counts as ``+inf``."""
     rows = out.shape[0]
     if rows == 0:
         return out
-    if not 1 <= plan.P <= plan.PT or not 1 <= plan.FH <= plan.P:
-        raise ValueError(f"the long-row plan needs 1 <= P <= PT and 1 <= FH <= P, got P={plan.P}, PT={plan.PT}, "
-                         f"FH={plan.FH}")
-    # one int32 allocation: thresholds and shifts, words and columns above them, columns equal to them, the stream
-    # programs' own counts (64-byte aligned parts, so that no row count changes a pointer's specialization)
+    # one int32 allocation: thresholds and shifts, words and columns above them, columns equal to them (64-byte
+    # aligned parts, so that no row count changes a pointer's specialization)
     a = -(-2 * rows // 16) * 16
     g, e = rows * plan.CAP, rows * plan.CAP_EQ
-    e16 = -(-e // 16) * 16
-    buf = torch.empty((a + 2 * g + e16 + 2 * rows * plan.P,), dtype=torch.int32, device=src.device)
-    thr, gtw, gtc, eqc = buf[:2 * rows], buf[a:a + g], buf[a + g:a + 2 * g], buf[a + 2 * g:a + 2 * g + e]
-    rec = buf[a + 2 * g + e16:]
+    buf = torch.empty((a + 2 * g + e,), dtype=torch.int32, device=src.device)
+    thr, gtw, gtc, eqc = buf[:2 * rows], buf[a:a + g], buf[a + g:a + 2 * g], buf[a + 2 * g:]
     cnt, hist = sync[:rows * 4], sync[rows * 4:rows * (4 + plan.NB)]
     bounds = (len_t if len_t is not None else out, start_t if start_t is not None else out)
     shape = (n, width, k, rr)
@@ -125,11 +120,12 @@ def longrow(src, len_t, start_t, out, n, width, k, rr, plan: plans.Longrow, *, b
     # the block-score form holds a row's start and newest column as well: 16 more registers, or it spills
     cap = {"maxnreg": plan.stream_regs + 16 * bool(block_scores)} if plan.stream_regs else {}
     run(_longrow._longrow_stream_kernel, (rows, plan.P), src, src.stride(0), *bounds, thr, gtw, gtc, eqc, cnt, hist,
-        rec, *shape, plan.P, plan.CAP, plan.CAP_EQ, *has, **bs, TILE=plan.TILE, LANES=plan.lanes, PDL=pdl,
-        num_warps=plan.stream_warps, **cap, **extra)
-    run(_longrow._longrow_finish_kernel, (rows, plan.FH), src, src.stride(0), *bounds, thr, out, gtw, gtc, eqc, cnt,
-        hist, rec, *shape, plan.P, plan.FH, plan.CAP, plan.CAP_EQ, *has, **bs, FT=plan.FT, FT_EQ=plan.FT_EQ,
-        TILE=plan.TILE, PT=plan.PT, STILE=plan.STILE, KT=plans.KT, PDL=pdl, num_warps=plan.fin_warps, **extra)
+        *shape, plan.P, plan.CAP, plan.CAP_EQ, *has, **bs, TILE=plan.TILE, LANES=plan.lanes, PDL=pdl,
+        num_warps=plan.stream_warps,
+        **cap, **extra)
+    run(_longrow._longrow_finish_kernel, (rows,), src, src.stride(0), *bounds, thr, out, gtw, gtc, eqc, cnt, hist,
+        *shape, plan.CAP, plan.CAP_EQ, *has, **bs, FT=plan.FT, FT_EQ=plan.FT_EQ, STILE=plan.STILE, KT=plans.KT,
+        PDL=pdl, num_warps=plan.fin_warps, **extra)
     return out
 
 
