@@ -21,7 +21,8 @@ Three launches, each a programmatic dependent of the one before (sm_90+):
      how many of its words are needed; those found by counting steps over that bucket's few words in registers,
      ties at the k-th to the smaller columns (a second search, over the tied columns);
    * fewer than ``k`` above: all of them, then the smallest columns equal to ``T`` -- from the buffer when they fit,
-     else from a scan of the row in column order that stops once it has them;
+     else from a scan of the row in column order that stops once it has them (a first step of ``STILE`` columns,
+     then ``4 * STILE``);
    * more than ``CAP`` above, or too few at or above ``T`` (a sample far from its row): the whole row selected
      exactly by one program (:func:`_exact_row`, 8-bit digit passes): a second read, never a wrong answer.
 
@@ -280,6 +281,22 @@ def _longrow_stream_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, gtw
             tl.atomic_add(srow + 2, eq_left, sem="relaxed")
 
 
+@triton.jit
+def _tie_scan(src_ptr, row_off, out_ptr, obase, T, need, seen, t0, end, L, start, nlive, newest, W: tl.constexpr,
+              BLOCK_SCORES: tl.constexpr):
+    """``(seen, t0)`` after writing the columns equal to ``T`` from ``t0`` on, in column order and ``W`` a step, to
+    ``out[obase + seen:]``, until ``need`` are written or ``end``; ``seen`` of them written before."""
+    lane = tl.arange(0, W)
+    while (seen < need) & (t0 < end):
+        cols = t0 + lane
+        e = _words(src_ptr, row_off, cols, L, start, nlive, newest, BLOCK_SCORES) == T
+        cs = seen + tl.cumsum(e.to(tl.int32), 0)
+        tl.store(out_ptr + obase + cs - 1, cols, mask=e & (cs <= need))
+        seen += tl.sum(e.to(tl.int32))
+        t0 += W
+    return seen, t0
+
+
 @triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "CAP", "CAP_EQ", "has_len", "has_start"])
 def _longrow_finish_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, out_ptr, gtw_ptr, gtc_ptr, eqc_ptr,
                            sync_ptr, hist_ptr, n, width, k, rr, CAP, CAP_EQ, has_len, has_start,
@@ -346,16 +363,13 @@ def _longrow_finish_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, out
                         take = _smallest(ce, on_e, eq, need)
                     tl.store(out_ptr + obase + written + tl.cumsum(take.to(tl.int32), 0) - 1, ce, mask=take)
                     written += tl.minimum(eq, need)
-                else:  # a wide tie: its first `need` columns, scanning the row until they are found
-                    slane = tl.arange(0, STILE)
+                else:  # a wide tie: its first `need` columns, scanning the row until they are found -- a
+                    # first step of STILE columns (a tie met early), then steps four times as wide
                     seen = tl.zeros([], tl.int32)
                     t0 = tl.zeros([], tl.int32)
-                    while (seen < need) & (t0 < L):
-                        cols = t0 + slane
-                        e = _words(src_ptr, row_off, cols, L, start, nlive, newest, BLOCK_SCORES) == T
-                        cs = seen + tl.cumsum(e.to(tl.int32), 0)
-                        tl.store(out_ptr + obase + written + cs - 1, cols, mask=e & (cs <= need))
-                        seen += tl.sum(e.to(tl.int32))
-                        t0 += STILE
+                    seen, t0 = _tie_scan(src_ptr, row_off, out_ptr, obase + written, T, need, seen, t0,
+                                         tl.minimum(L, STILE), L, start, nlive, newest, STILE, BLOCK_SCORES)
+                    seen, t0 = _tie_scan(src_ptr, row_off, out_ptr, obase + written, T, need, seen, t0, L, L, start,
+                                         nlive, newest, 4 * STILE, BLOCK_SCORES)
                     written += tl.minimum(seen, need)
             fill_tail(out_ptr, obase, written, k, KT)
