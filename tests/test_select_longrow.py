@@ -212,6 +212,25 @@ def test_longrow_branches(fresh_seed):
                                                "fallback", "fewer than k"}, _branch(x, lens, k, plan)
 
 
+def test_longrow_wide_tie_steps(fresh_seed):
+    """A wide tie's scan in column order: after its first step, steps four times as wide where the needed ties lie
+    far apart (row 0: 10 words above a value that every sampled column and 60 more spread over the row hold), steps
+    as wide as the first where they lie close (row 1: four values); a row read only in part (row 2)."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    n, k = 1500, 40
+    plan = small()
+    runs = [i * (n - plan.CH) // (plan.NCH - 1) + j for i in range(plan.NCH) for j in range(plan.CH)]
+    others = torch.tensor([c for c in range(n) if c not in set(runs)])
+    pick = others[torch.randperm(len(others), generator=gen)[:70]]
+    x = torch.rand(3, n, generator=gen)
+    x[0, runs], x[0, pick[:60]], x[0, pick[60:]] = 3.0, 3.0, 5.0 + torch.rand(10, generator=gen)
+    x[1:] = torch.randint(0, 4, (2, n), generator=gen).float()
+    lens = torch.tensor([n, n, int(torch.randint(300, n, (1,), generator=gen))], dtype=torch.int32)
+    got = select(x, k, lens, plan=plan)
+    assert_same_sets(got, topk_select_reference(x, k, lens, 1), f"seed={fresh_seed}")
+    assert _branch(x, lens, k, plan) == ["ties by a scan"] * 3, _branch(x, lens, k, plan)
+
+
 def _finish_of_top(x, lens, k, plan):
     """For the rows whose finish takes the top k of the words above the threshold: how the histogram's bucket of
     the k-th word is used (all its words, a part found by counting, or a part with ties cut by column)."""
