@@ -213,9 +213,9 @@ def test_longrow_branches(fresh_seed):
 
 
 def test_longrow_wide_tie_steps(fresh_seed):
-    """A wide tie's scan in column order: after its first step, steps four times as wide where the needed ties lie
-    far apart (row 0: 10 words above a value that every sampled column and 60 more spread over the row hold), steps
-    as wide as the first where they lie close (row 1: four values); a row read only in part (row 2)."""
+    """A wide tie's scan in column order, a first step then steps four times as wide: needed ties far apart (row 0:
+    10 words above a value that every sampled column and 60 more spread over the row hold), close together (row 1:
+    four values), and a row read only in part (row 2)."""
     gen = torch.Generator().manual_seed(fresh_seed)
     n, k = 1500, 40
     plan = small()
