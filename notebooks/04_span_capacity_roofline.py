@@ -473,12 +473,12 @@ if tok[0]:
 
 # %% [markdown]
 # **What it means.** Every point of the grid, every value law and every prefill shape is faster than
-# `torch.topk`: the grid medians are 2.9-3.8x, the smallest grid point 2.6x. The one-read floor is still off: 2.7x
-# at 640 x 256K, 3.6-6.1x in prefill. A narrow `band` of values with sparse outliers is the slow law: 2.8x the time
-# of normal values at 64 x 256K (1.3x over `torch`). There the k-th word is one value that about 4,400 columns of a
+# `torch.topk`: the grid medians are 2.9-3.8x, the smallest grid point 2.6x. The one-read floor is still off: 2.6x
+# at 640 x 256K, 3.5-6.0x in prefill. A narrow `band` of values with sparse outliers is the slow law: 2.4x the time
+# of normal values at 64 x 256K (1.5x over `torch`). There the k-th word is one value that about 4,400 columns of a
 # row share, more than the 4096 the buffer of ties holds, so the finish takes the first ones in column order from a
-# scan of the row by its one program (about 50 steps of 2048 columns). At 64K the same law's tie fits the buffer,
-# and `band` is 1.1x normal. The targets (4x over `torch`, 1.3x the floor, every law within 1.5x of normal) are
+# scan of about 40 % of the row by its one program (below). At 64K the same law's tie fits the buffer, and `band` is
+# 1.1x normal. The targets (4x over `torch`, 1.3x the floor, every law within 1.5x of normal) are
 # still open.
 #
 # Ties that overflow the buffer used to cost the stream as well: every tile sent its ties through the buffer's
@@ -496,13 +496,37 @@ if ties[0]:
 # the time; at 640 x 256K `equal` goes from 533 to 346 µs. `band` barely moves (0.96-0.99x): its cost is the
 # finish's scan, not the stream.
 #
+# That scan took steps of 2048 columns. Two changes to it were measured against the kernels before them (`0a8df9e`),
+# each in one process: steps of 8192 columns after the first 2048 (kept: a tie met in the first columns still reads
+# no more), and the scan shared among up to 16 finish programs a row, each taking some of the stream programs'
+# shares, placed in column order by the counts those programs wrote (not kept). The value laws at 64 rows:
+
+# %%
+scan = records.load_records("longrow/ab/ab_v3_scan_laws", gpu="h100")
+share = records.load_records("longrow/ab/ab_v3_share_laws", gpu="h100")
+print(records.record_status(scan))
+print(records.record_status(share))
+if scan[0] and share[0]:
+    print(tables.format_table(longrow.probe_rows(scan[0], {"old": "before", "new": "wider_steps"}, where={"rows": 64})))
+    print()
+    print(tables.format_table(longrow.probe_rows(share[0], {"old": "before", "new": "shared"}, where={"rows": 64})))
+
+# %% [markdown]
+# **What it means.** Wider steps take `band` at 64 x 256K from 219 to 193 µs, and cost `three` up to 8 % (its needed
+# ties lie within a few thousand columns, where one wide step costs more than the narrow ones it replaces). Sharing
+# the scan cut `band` further, to 157 µs, but made `equal` at 64 x 64K a third slower and every call with normal
+# values up to 4 % slower: a finish program holds 512 threads at 94 registers, one program an SM, so the added
+# programs run in waves whatever the values. Even with a scan as cheap as normal values' finish, `band` would keep
+# the rest of its excess: its stream takes 86 µs against 63 (its ties go through the buffer's slots until the buffer
+# is full) and its sample 24 against 12 (more counting steps).
+#
 # Where the time goes, from the same kind of call profiled one launch at a time (`dsa-lab ab --profile`). The
 # launches overlap: the stream's programs start while the sample runs and wait for its threshold, and the finish's
 # programs start while the stream's last ones run, so each time includes some waiting and the parts add up to more
 # than the call:
 
 # %%
-prof = records.load_records("longrow/ab/ab_v3_ties", gpu="h100")
+prof = records.load_records("longrow/ab/ab_v3_scan", gpu="h100")
 print(records.record_status(prof))
 if prof[0]:
     print(tables.format_table(longrow.stage_rows(prof[0])))
@@ -587,8 +611,8 @@ if peers[0] and tok[0]:
 
 # %% [markdown]
 # **What it means.** Against FlashInfer's radix top-k (its times transcribed, each ratio against its own
-# process's `torch`) the select is faster at its eight shapes of 128K-256K columns, 1-640 rows (1.15-2.08x its
-# speed), and slower at its two of 64K (0.70-0.76x). The published kernels are faster where they report: the
+# process's `torch`) the select is faster at its eight shapes of 128K-256K columns, 1-640 rows (1.16-2.09x its
+# speed), and slower at its two of 64K (0.70-0.77x). The published kernels are faster where they report: the
 # cluster kernel 1.6x as fast at 64 x 256K, vLLM's persistent top-k 1.04x at 4 x 160K. Those kernels are CUDA
 # only; none of them runs on ROCm.
 #
@@ -630,7 +654,7 @@ if cx[0]:
 # narrower rows from 2^20 columns in all (`plans.LONGROW_MIN_WIDTH`, `plans.LONGROW_MIN_COLUMNS`). It is a shape
 # rule, so it adds no compiled variant. Its bound was 2^17 while the two were within 15 % at 64K up to 8 rows; with
 # the 4096-word sample the long-row select won there at 5 of 8 points (the radix 7-27 % slower), so the bound moved
-# to 2^16. The three points where the rule now picks the slower kernel are k = 2048 at 64K, 2-8 rows, by 2.2 % at
+# to 2^16. The points where the rule now picks the slower kernel are k = 2048 at 64K, 2 and 4 rows, by 2.2 % at
 # most.
 #
 # **Correctness.** The fuzz menu's long-row entries draw widths above 32768 columns, k from 257 to 2048, token and
