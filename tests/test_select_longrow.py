@@ -42,6 +42,12 @@ def _lens(rows, n, gen):
     return lens.to(torch.int32)
 
 
+def _runs(n, plan) -> list[int]:
+    """The columns the sample launch reads in a row of ``n`` (``NCH`` runs of ``CH``, spread as the kernel spreads
+    them)."""
+    return [i * (n - plan.CH) // (plan.NCH - 1) + j for i in range(plan.NCH) for j in range(plan.CH)]
+
+
 @pytest.mark.parametrize("dist", ["normal", "shifted", "equal", "few_values", "nan1pct", "ramp", "specials",
                                   "nan_payloads", "signed_zero", "all_neginf"])
 @pytest.mark.parametrize("k", [5, 16, 40])
@@ -152,7 +158,7 @@ def test_longrow_sample_rank_floor(fresh_seed):
     lens = torch.full((2,), n, dtype=torch.int32)
     for cap, rank in ((1024, 6), (96, 1)):  # 2k of the sample: 1 word; room for rank 6 in 1024, for 1 in 96
         plan = small(CAP=cap, FT=1024, RMIN=6)
-        runs = [i * (n - plan.CH) // (plan.NCH - 1) + j for i in range(plan.NCH) for j in range(plan.CH)]
+        runs = _runs(n, plan)
         want = [int(ordered_hi(x[r, runs]).sort(descending=True).values[rank - 1]) for r in range(2)]
         assert _thresholds(x, lens, k, plan) == want, (cap, fresh_seed)
         assert_same_sets(select(x, k, lens, plan=plan), topk_select_reference(x, k, lens, 1), f"seed={fresh_seed}")
@@ -197,7 +203,7 @@ def test_longrow_branches(fresh_seed):
     # the sample sees only its runs: low words there, high ones elsewhere -- far more keys above the threshold
     # than the buffer holds: the exact fallback
     plan = small()
-    runs = [i * (n - plan.CH) // (plan.NCH - 1) + j for i in range(plan.NCH) for j in range(plan.CH)]
+    runs = _runs(n, plan)
     x[3] += 10.0
     x[3, runs] -= 20.0
     x[5, :] = float("-inf")
@@ -219,7 +225,7 @@ def test_longrow_wide_tie_steps(fresh_seed):
     gen = torch.Generator().manual_seed(fresh_seed)
     n, k = 1500, 40
     plan = small()
-    runs = [i * (n - plan.CH) // (plan.NCH - 1) + j for i in range(plan.NCH) for j in range(plan.CH)]
+    runs = _runs(n, plan)
     others = torch.tensor([c for c in range(n) if c not in set(runs)])
     pick = others[torch.randperm(len(others), generator=gen)[:70]]
     x = torch.rand(3, n, generator=gen)
@@ -265,7 +271,7 @@ def test_longrow_finish_buckets(fresh_seed):
     gen = torch.Generator().manual_seed(fresh_seed)
     n, k = 1600, 20
     plan = small()
-    runs = [i * (n - plan.CH) // (plan.NCH - 1) + j for i in range(plan.NCH) for j in range(plan.CH)]
+    runs = _runs(n, plan)
     others = torch.tensor([c for c in range(n) if c not in set(runs)])
     x = torch.full((4, n), -10.0)
     x[:, runs] = torch.linspace(1.0, 1.5, len(runs))
@@ -318,9 +324,10 @@ def test_longrow_candidate_blocks_at_block_size_one(starts, law, fresh_seed):
     their buffer, the finish's scan for them bounded by the row's start and end)."""
     gen = torch.Generator().manual_seed(fresh_seed)
     rows, width, k = 4, 1200, 30
-    x = torch.randn(rows, width, generator=gen)
     if law == "few_values":
         x = torch.randint(0, 3, (rows, width), generator=gen).float()
+    else:
+        x = torch.randn(rows, width, generator=gen)
     ends = torch.tensor([1200, 700, 0, 1500], dtype=torch.int32)
     st = torch.tensor([0, 100, 0, 300], dtype=torch.int32) if starts else None
     plan = plans.CandidateBlocks(small(), 0, False, True)
