@@ -22,7 +22,7 @@ Three launches, each a programmatic dependent of the one before (sm_90+):
      ties at the k-th to the smaller columns (a second search, over the tied columns);
    * fewer than ``k`` above: all of them, then the smallest columns equal to ``T`` -- from the buffer when they fit,
      else from a scan of the row in column order that stops once it has them (a first step of ``STILE`` columns,
-     then ``4 * STILE``);
+     then steps of ``4 * STILE`` where the tie is spread thin, else of ``STILE``);
    * more than ``CAP`` above, or too few at or above ``T`` (a sample far from its row): the whole row selected
      exactly by one program (:func:`_exact_row`, 8-bit digit passes): a second read, never a wrong answer.
 
@@ -364,12 +364,17 @@ def _longrow_finish_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, out
                     tl.store(out_ptr + obase + written + tl.cumsum(take.to(tl.int32), 0) - 1, ce, mask=take)
                     written += tl.minimum(eq, need)
                 else:  # a wide tie: its first `need` columns, scanning the row until they are found -- a
-                    # first step of STILE columns (a tie met early), then steps four times as wide
+                    # first step of STILE columns (a tie met early), then steps four times as wide where the rest
+                    # lies more than four steps off at the tie's mean density (a tie spread thin over the row)
                     seen = tl.zeros([], tl.int32)
                     t0 = tl.zeros([], tl.int32)
                     seen, t0 = _tie_scan(src_ptr, row_off, out_ptr, obase + written, T, need, seen, t0,
                                          tl.minimum(L, STILE), L, start, nlive, newest, STILE, BLOCK_SCORES)
-                    seen, t0 = _tie_scan(src_ptr, row_off, out_ptr, obase + written, T, need, seen, t0, L, L, start,
-                                         nlive, newest, 4 * STILE, BLOCK_SCORES)
+                    if (need - seen).to(tl.int64) * L > 4 * STILE * eq.to(tl.int64):
+                        seen, t0 = _tie_scan(src_ptr, row_off, out_ptr, obase + written, T, need, seen, t0, L, L,
+                                             start, nlive, newest, 4 * STILE, BLOCK_SCORES)
+                    else:
+                        seen, t0 = _tie_scan(src_ptr, row_off, out_ptr, obase + written, T, need, seen, t0, L, L,
+                                             start, nlive, newest, STILE, BLOCK_SCORES)
                     written += tl.minimum(seen, need)
             fill_tail(out_ptr, obase, written, k, KT)
