@@ -473,9 +473,9 @@ if tok[0]:
 
 # %% [markdown]
 # **What it means.** Every point of the grid, every value law and every prefill shape is faster than
-# `torch.topk`: the grid medians are 2.9-3.8x, the smallest grid point 2.6x. The one-read floor is still off: 2.6x
-# at 640 x 256K, 3.5-6.0x in prefill. A narrow `band` of values with sparse outliers is the slow law: 2.4x the time
-# of normal values at 64 x 256K (1.5x over `torch`). There the k-th word is one value that about 4,400 columns of a
+# `torch.topk`: the grid medians are 3.0-3.9x, the smallest grid point 2.6x. The one-read floor is still off: 2.7x
+# at 640 x 256K, 3.5-6.0x in prefill. A narrow `band` of values with sparse outliers is the slow law: 2.45x the
+# time of normal values at 64 x 256K (1.5x over `torch`). There the k-th word is one value that about 4,400 columns of a
 # row share, more than the 4096 the buffer of ties holds, so the finish takes the first ones in column order from a
 # scan of about 40 % of the row by its one program (below). At 64K the same law's tie fits the buffer, and `band` is
 # 1.1x normal. The targets (4x over `torch`, 1.3x the floor, every law within 1.5x of normal) are
@@ -499,7 +499,8 @@ if ties[0]:
 # That scan took steps of 2048 columns. Two changes to it were measured against the kernels before them (`0a8df9e`),
 # each in one process: steps of 8192 columns after the first 2048 (kept: a tie met in the first columns still reads
 # no more), and the scan shared among up to 16 finish programs a row, each taking some of the stream programs'
-# shares, placed in column order by the counts those programs wrote (not kept). The value laws at 64 rows:
+# shares, placed in column order by the counts those programs wrote (not kept). Then the wide steps only where the
+# tie is spread thin, against wide steps everywhere (`82b81d3`). The value laws at 64 rows:
 
 # %%
 scan = records.load_records("longrow/ab/ab_v3_scan_laws", gpu="h100")
@@ -510,10 +511,18 @@ if scan[0] and share[0]:
     print(tables.format_table(longrow.probe_rows(scan[0], {"old": "before", "new": "wider_steps"}, where={"rows": 64})))
     print()
     print(tables.format_table(longrow.probe_rows(share[0], {"old": "before", "new": "shared"}, where={"rows": 64})))
+steps = records.load_records("longrow/ab/ab_v3_steps_laws", gpu="h100")
+print(records.record_status(steps))
+if steps[0]:
+    print(tables.format_table(longrow.probe_rows(steps[0], {"old": "wide_steps", "new": "where_thin"},
+                                                 where={"rows": 64})))
 
 # %% [markdown]
 # **What it means.** Wider steps take `band` at 64 x 256K from 219 to 193 µs, and cost `three` up to 8 % (its needed
-# ties lie within a few thousand columns, where one wide step costs more than the narrow ones it replaces). Sharing
+# ties lie within a few thousand columns, where one wide step costs more than the narrow ones it replaces). Taking
+# them only where the needed rest lies more than four narrow steps off at the tie's mean density over the row takes
+# that cost back and keeps `band`'s gain (the third table, at 64 rows; over 1, 64 and 640 rows `three` takes
+# 0.95-0.98x the time at five of its six points, 1.03x at 64 x 64K). Sharing
 # the scan cut `band` further, to 157 µs, but made `equal` at 64 x 64K a third slower and every call with normal
 # values up to 4 % slower: a finish program holds 512 threads at 94 registers, one program an SM, so the added
 # programs run in waves whatever the values. Even with a scan as cheap as normal values' finish, `band` would keep
@@ -611,8 +620,8 @@ if peers[0] and tok[0]:
 
 # %% [markdown]
 # **What it means.** Against FlashInfer's radix top-k (its times transcribed, each ratio against its own
-# process's `torch`) the select is faster at its eight shapes of 128K-256K columns, 1-640 rows (1.16-2.09x its
-# speed), and slower at its two of 64K (0.70-0.77x). The published kernels are faster where they report: the
+# process's `torch`) the select is faster at its eight shapes of 128K-256K columns, 1-640 rows (1.16-2.08x its
+# speed), and slower at its two of 64K (0.72-0.77x). The published kernels are faster where they report: the
 # cluster kernel 1.6x as fast at 64 x 256K, vLLM's persistent top-k 1.04x at 4 x 160K. Those kernels are CUDA
 # only; none of them runs on ROCm.
 #
