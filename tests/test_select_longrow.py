@@ -95,8 +95,8 @@ def _sample(x, lens, k, plan) -> torch.Tensor:
 
     rows, n = x.shape
     thr = torch.empty(2 * rows, dtype=torch.int32)
-    run(kernel._longrow_sample_kernel, (rows,), x, x.stride(0), lens, lens, thr, n, n, k, 1, plan.CAP, plan.RMIN, 1,
-        0, BLOCK_SCORES=False, NCH=plan.NCH, CH=plan.CH, NB=plan.NB, PDL=False, num_warps=plan.num_warps)
+    run(kernel._longrow_sample_kernel, (rows,), x, x.stride(0), lens, lens, thr, n, n, k, 1, plan.CAP, plan.CAP_EQ,
+        plan.RMIN, 1, 0, BLOCK_SCORES=False, NCH=plan.NCH, CH=plan.CH, NB=plan.NB, PDL=False, num_warps=plan.num_warps)
     return thr
 
 
@@ -195,10 +195,10 @@ def test_longrow_branches(fresh_seed):
     x = torch.randn(7, n, generator=gen)
     lens = torch.full((7,), n, dtype=torch.int32)
     x[0] = 0.25  # one value everywhere: ties wider than the buffer, scanned in column order
-    lens[1] = 60  # sampled whole: the threshold is the k-th word; 10 above it, 25 tied at it (fit in the buffer)
+    lens[1] = 60  # sampled whole: the threshold is the k-th word; 10 above it, 14 tied at it (fit in the buffer)
     x[1, :60] = -torch.rand(60, generator=gen)
     x[1, 3:13] = 2.0 + torch.rand(10, generator=gen)
-    x[1, 20:45] = 1.0
+    x[1, 20:34] = 1.0
     x[2] = torch.arange(n, dtype=torch.float32) % 7  # seven values: ties wider than the buffer
     # the sample sees only its runs: low words there, high ones elsewhere -- far more keys above the threshold
     # than the buffer holds: the exact fallback
@@ -235,6 +235,36 @@ def test_longrow_wide_tie_steps(fresh_seed):
     got = select(x, k, lens, plan=plan)
     assert_same_sets(got, topk_select_reference(x, k, lens, 1), f"seed={fresh_seed}")
     assert _branch(x, lens, k, plan) == ["ties by a scan"] * 3, _branch(x, lens, k, plan)
+
+
+def test_longrow_sample_steps_below_a_wide_tie(fresh_seed):
+    """A tie at the sample's threshold wider than half the buffer of equal columns (the ``band`` law: a narrow band
+    whose top word many columns share, sparse outliers above): where the words at or above it fit three quarters of
+    the candidate buffer, the threshold is the sample's next word below it and the finish cuts the tie by column
+    from the candidates; where they do not, the threshold stays and the finish scans the row for the tie.  Row 1: a
+    tie the sample sees once is no tie (no step)."""
+    from dsa_lab.keys import ordered_hi
+
+    gen = torch.Generator().manual_seed(fresh_seed)
+    n, k = 1500, 40
+    runs = _runs(n, small())
+    others = torch.tensor([c for c in range(n) if c not in set(runs)])
+    x = torch.rand(2, n, generator=gen)
+    pick = others[torch.randperm(len(others), generator=gen)[:48]]
+    tied = torch.tensor(runs)[torch.randperm(len(runs), generator=gen)[:12]]
+    x[0, tied], x[0, pick[:38]], x[0, pick[38:]] = 2.0, 2.0, 5.0 + torch.rand(10, generator=gen)
+    x[1] = torch.arange(n, dtype=torch.float32) / n  # distinct words: T is a word the sample holds once
+    lens = torch.full((2,), n, dtype=torch.int32)
+    below = int(ordered_hi(x[0, runs][x[0, runs] < 2.0].max()))
+    runs1 = sorted(ordered_hi(x[1, runs]).tolist(), reverse=True)
+    # the sample's ranks: RMIN where CAP holds twice what it aims at (10 at CAP 512), else 2k scaled (4)
+    for plan, thr0, rank, branch in ((small(CAP=512, FT=512), below, 10, "top of keys above"),
+                                     (small(), int(ordered_hi(torch.tensor(2.0))), 4, "ties by a scan")):
+        assert _thresholds(x, lens, k, plan) == [thr0, runs1[rank - 1]], (plan.CAP, fresh_seed)
+        assert _branch(x, lens, k, plan)[0] == branch
+        got = select(x, k, lens, plan=plan)
+        assert_same_sets(got, topk_select_reference(x, k, lens, 1), f"CAP={plan.CAP} seed={fresh_seed}")
+    assert _finish_of_top(x, lens, k, small(CAP=512, FT=512))[0] == "ties by column"
 
 
 def _finish_of_top(x, lens, k, plan):
