@@ -96,7 +96,8 @@ def _sample(x, lens, k, plan) -> torch.Tensor:
     rows, n = x.shape
     thr = torch.empty(2 * rows, dtype=torch.int32)
     run(kernel._longrow_sample_kernel, (rows,), x, x.stride(0), lens, lens, thr, n, n, k, 1, plan.CAP, plan.CAP_EQ,
-        plan.RMIN, 1, 0, BLOCK_SCORES=False, NCH=plan.NCH, CH=plan.CH, NB=plan.NB, PDL=False, num_warps=plan.num_warps)
+        plan.RMIN, 1, 0, BLOCK_SCORES=False, NCH=plan.NCH, CH=plan.CH, NB=plan.NB, STILE=plan.STILE, PDL=False,
+        num_warps=plan.num_warps)
     return thr
 
 
@@ -239,10 +240,11 @@ def test_longrow_wide_tie_steps(fresh_seed):
 
 def test_longrow_sample_steps_below_a_wide_tie(fresh_seed):
     """A tie at the sample's threshold wider than half the buffer of equal columns (the ``band`` law: a narrow band
-    whose top word many columns share, sparse outliers above): where the words at or above it fit three quarters of
-    the candidate buffer, the threshold is the sample's next word below it and the finish cuts the tie by column
-    from the candidates; where they do not, the threshold stays and the finish scans the row for the tie.  Row 1: a
-    tie the sample sees once is no tie (no step)."""
+    whose top word many columns share, sparse outliers above): where the finish would scan more than four of its
+    wide steps for the ties it needs and the words at or above the tie fit three quarters of the candidate buffer,
+    the threshold is the sample's next word below and the finish cuts the tie by column from the candidates; where
+    the scan is short or the words do not fit, the threshold stays and the finish scans the row for the tie.  Row 1:
+    a word the sample holds once is no tie (no step)."""
     from dsa_lab.keys import ordered_hi
 
     gen = torch.Generator().manual_seed(fresh_seed)
@@ -250,21 +252,26 @@ def test_longrow_sample_steps_below_a_wide_tie(fresh_seed):
     runs = _runs(n, small())
     others = torch.tensor([c for c in range(n) if c not in set(runs)])
     x = torch.rand(2, n, generator=gen)
-    pick = others[torch.randperm(len(others), generator=gen)[:48]]
-    tied = torch.tensor(runs)[torch.randperm(len(runs), generator=gen)[:12]]
-    x[0, tied], x[0, pick[:38]], x[0, pick[38:]] = 2.0, 2.0, 5.0 + torch.rand(10, generator=gen)
-    x[1] = torch.arange(n, dtype=torch.float32) / n  # distinct words: T is a word the sample holds once
+    pick = others[torch.randperm(len(others), generator=gen)[:54]]
+    tied = torch.tensor(runs)[torch.randperm(len(runs), generator=gen)[:6]]
+    # 50 ties (6 sampled: about 140 scaled to the row) and 10 outliers the sample misses: by the sample, all 40
+    # needed from the tie, a scan of about 430 columns
+    x[0, tied], x[0, pick[:44]], x[0, pick[44:]] = 2.0, 2.0, 5.0 + torch.rand(10, generator=gen)
+    x[1] = torch.arange(n, dtype=torch.float32) / n
     lens = torch.full((2,), n, dtype=torch.int32)
     below = int(ordered_hi(x[0, runs][x[0, runs] < 2.0].max()))
+    tie = int(ordered_hi(torch.tensor(2.0)))
     runs1 = sorted(ordered_hi(x[1, runs]).tolist(), reverse=True)
-    # the sample's ranks: RMIN where CAP holds twice what it aims at (10 at CAP 512), else 2k scaled (4)
-    for plan, thr0, rank, branch in ((small(CAP=512, FT=512), below, 10, "top of keys above"),
-                                     (small(), int(ordered_hi(torch.tensor(2.0))), 4, "ties by a scan")):
-        assert _thresholds(x, lens, k, plan) == [thr0, runs1[rank - 1]], (plan.CAP, fresh_seed)
+    wide = dict(CAP=512, FT=512, RMIN=4)  # rank 4 in the sample (2k scaled), room for the tie's words
+    for plan, thr0, branch in ((small(STILE=16, **wide), below, "top of keys above"),  # 6.7 wide steps of 64
+                               (small(STILE=64, **wide), tie, "ties by a scan"),  # 1.7 of 256: short
+                               (small(STILE=16), tie, "ties by a scan"),  # the tie's words past 3/4 of CAP
+                               (small(STILE=16, CAP_EQ=512, FT_EQ=512, **wide), tie, "ties from the buffer")):
+        assert _thresholds(x, lens, k, plan) == [thr0, runs1[3]], (plan, fresh_seed)
         assert _branch(x, lens, k, plan)[0] == branch
         got = select(x, k, lens, plan=plan)
         assert_same_sets(got, topk_select_reference(x, k, lens, 1), f"CAP={plan.CAP} seed={fresh_seed}")
-    assert _finish_of_top(x, lens, k, small(CAP=512, FT=512))[0] == "ties by column"
+    assert _finish_of_top(x, lens, k, small(STILE=16, **wide))[0] == "ties by column"
 
 
 def _finish_of_top(x, lens, k, plan):

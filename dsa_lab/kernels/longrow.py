@@ -94,14 +94,15 @@ def _smallest(cols, on, n, r):
                                "has_start"])
 def _longrow_sample_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, n, width, k, rr, CAP, CAP_EQ, RMIN,
                            has_len, has_start, BLOCK_SCORES: tl.constexpr, NCH: tl.constexpr, CH: tl.constexpr,
-                           NB: tl.constexpr, PDL: tl.constexpr):
+                           NB: tl.constexpr, STILE: tl.constexpr, PDL: tl.constexpr):
     """Grid ``(rows,)``: row ``r``'s threshold word to ``thr[r, 0]`` (the sample of ``NCH`` runs of ``CH`` columns)
     and to ``thr[r, 1]`` the shift that puts the sample's words above it in buckets ``(word - T) >> shift`` below
     ``NB / 2``.  A sampled row's threshold is the sample's word of rank ``2k`` scaled to the sample, and at least
     ``RMIN`` where the buffer of ``CAP`` words holds twice what that rank aims at (a rank of a few words would
     miss ``k`` often: small ``k`` on long rows).  A threshold whose tie, scaled to the row, would fill more than
-    half the buffer of ``CAP_EQ`` equal columns moves down to the sample's next word where the words at or above it
-    fit in three quarters of ``CAP``: the tie is then held with the candidates, not scanned for by the finish."""
+    half the buffer of ``CAP_EQ`` equal columns, and whose needed ties the finish would find only by a scan of more
+    than four of its wide steps (``4 * STILE`` columns each), moves down to the sample's next word where the words
+    at or above it fit in three quarters of ``CAP``: the tie is then held with the candidates."""
     if PDL:
         _tl_cuda.gdc_launch_dependents()
     row = tl.program_id(0)
@@ -120,12 +121,15 @@ def _longrow_sample_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, n, 
         r = tl.minimum(tl.maximum(r, 1), SAMPLE).to(tl.int32)
     h = _words(src_ptr, row_off, cols, L, start, nlive, newest, BLOCK_SCORES)
     T = _rank_word(h, tl.sum((h > NEG_HI).to(tl.int32)), r)
-    # the sample's counts scaled to the row (a row sampled whole: its counts); a tie the sample sees at least twice
+    # the sample's counts scaled to the row (x nw / SAMPLE; a row sampled whole: its counts); a tie the sample sees
+    # at least twice, the columns a scan would read for the ties needed past the words above it: need x L / ties
     nw = tl.maximum(L, SAMPLE).to(tl.int64)
-    ties = tl.sum((h == T).to(tl.int32))
-    ge = tl.sum((h >= T).to(tl.int32)).to(tl.int64) * nw
+    ties = tl.sum((h == T).to(tl.int32)).to(tl.int64)
+    gt = tl.sum((h > T).to(tl.int32)).to(tl.int64)
     below = tl.max(tl.where(h < T, h, NEG_HI))
-    if (T > NEG_HI) & (below > NEG_HI) & (ties > 1) & (2 * ties * nw > CAP_EQ * SAMPLE) & (4 * ge <= 3 * CAP * SAMPLE):
+    wide = (ties > 1) & (2 * ties * nw > CAP_EQ * SAMPLE)
+    far = (k * SAMPLE - gt * nw) * L > 16 * STILE * ties * nw
+    if (T > NEG_HI) & (below > NEG_HI) & wide & far & (4 * (gt + ties) * nw <= 3 * CAP * SAMPLE):
         T = below
     # the bucket shift: the sample's words above T over the lower half of NB buckets (room above for the row's)
     d = tl.max(h).to(tl.int64) - T
