@@ -20,7 +20,11 @@ def test_speedups_points_and_versions():
     assert (s["k"], s["width"], s["points"], s["median_x"], s["min_x"], s["max_x"]) == (2048, 65536, 2, "1.50",
                                                                                          "1.00", "2.00")
     (p,) = longrow.point_rows(rows, "laws")
-    assert p["dist"] == "band" and p["speedup"] == "0.75x" and p["x_floor"] == "14.0"
+    assert p["dist"] == "band" and p["speedup"] == "0.75x" and p["x_floor"] == "14.0" and "x_normal" not in p
+    laws = rows + [_row("laws", 64, 262144, 2048, a, us) for a, us in (("torch", 290.0), ("triton", 80.0))]
+    laws += [_row("laws", 640, 65536, 2048, a, us, dist="equal") for a, us in (("torch", 600.0), ("triton", 99.0))]
+    got = {(p["rows"], p["dist"]): p["x_normal"] for p in longrow.point_rows(laws, "laws")}
+    assert got == {(64, "band"): "5.00", (64, "normal"): "1.00", (640, "equal"): "—"}
     old = [dict(r, median_us=r["median_us"] / 2) if r["arm"] == "triton" else r for r in rows]
     v = longrow.versions_rows(old, rows, shape="grid", where={"rows": 8})
     assert len(v) == 1 and (v[0]["old_us"], v[0]["old_x"], v[0]["new_us"], v[0]["new_x"]) == ("45.0", "2.00",

@@ -38,9 +38,13 @@ def speedup_summary(rows, *, arm: str = "triton", shape: str = "grid") -> list[d
 
 
 def point_rows(rows, shape: str, *, arm: str = "triton") -> list[dict]:
-    """One row per point of ``shape``: torch and ``arm`` µs, the speedup, and ``arm``'s time over the one-read floor."""
+    """One row per point of ``shape``: torch and ``arm`` µs, the speedup, ``arm``'s time over the one-read floor and,
+    where ``shape`` holds normal values at the same size (the value laws), over its time on them (``x_normal``)."""
+    pts = _points(rows, shape)
+    normal = {key[1:5]: float(arms[arm]["median_us"]) for key, arms in pts.items()
+              if key[5] == "normal" and arm in arms}
     out = []
-    for (_, nrows, width, k, lengths, dist), arms in _points(rows, shape).items():
+    for (_, nrows, width, k, lengths, dist), arms in pts.items():
         if arm not in arms or "torch" not in arms:
             continue
         a, t = arms[arm], arms["torch"]
@@ -48,6 +52,9 @@ def point_rows(rows, shape: str, *, arm: str = "triton") -> list[dict]:
                     "torch_us": f"{float(t['median_us']):.1f}", f"{arm}_us": f"{float(a['median_us']):.1f}",
                     "speedup": f"{float(t['median_us']) / float(a['median_us']):.2f}x",
                     "x_floor": f"{float(a['x_floor']):.1f}"})
+        if normal:
+            ref = normal.get((nrows, width, k, lengths))
+            out[-1]["x_normal"] = f"{float(a['median_us']) / ref:.2f}" if ref else "—"
     return out
 
 
