@@ -25,6 +25,7 @@ def test_speedups_points_and_versions():
     laws += [_row("laws", 640, 65536, 2048, a, us, dist="equal") for a, us in (("torch", 600.0), ("triton", 99.0))]
     got = {(p["rows"], p["dist"]): p["x_normal"] for p in longrow.point_rows(laws, "laws")}
     assert got == {(64, "band"): "5.00", (64, "normal"): "1.00", (640, "equal"): "—"}
+    assert all("x_normal" not in p for p in longrow.point_rows(laws[-4:-2], "laws"))  # normal values alone
     old = [dict(r, median_us=r["median_us"] / 2) if r["arm"] == "triton" else r for r in rows]
     v = longrow.versions_rows(old, rows, shape="grid", where={"rows": 8})
     assert len(v) == 1 and (v[0]["old_us"], v[0]["old_x"], v[0]["new_us"], v[0]["new_x"]) == ("45.0", "2.00",
@@ -180,6 +181,26 @@ def test_probe_rows_name_the_law_where_a_record_holds_several():
     assert out == [{"rows": 64, "width": 262144, "k": 2048, "dist": "equal", "before": "66.5", "after": "49.1"},
                    {"rows": 64, "width": 262144, "k": 2048, "dist": "band", "before": "223.6", "after": "217.4"}]
     assert "dist" not in longrow.probe_rows(rec[:2], {"new": "n"})[0]
+    assert longrow.probe_rows(rec, {"new": "n"}, where={"dist": "band", "rows": 64}) == [
+        {"rows": 64, "width": 262144, "k": 2048, "n": "217.4"}]
+    assert longrow.probe_rows(rec, {"new": "n"}, where={"dist": "normal"}) == []
+
+
+def test_recorded_sample_step_below_a_wide_tie():
+    """The committed A/B at 4535d98 (H100): with the sample's threshold below a wide tie where the finish's scan for
+    it would be long, `band` at 256K takes at most 0.7x the time before (64 x 256K within 1.5x normal values), and
+    no point takes more than 3 % longer; ids right.  The first form (4915d68, the step wherever the tie fills half
+    its buffer) cost `band` at 640 x 64K more than 30 %."""
+    rec = records.load_records("longrow/ab/ab_v3_tiestep_laws", gpu="h100")[0]
+    rows = longrow.probe_rows(rec, {"old": "old", "new": "new"})
+    assert len(rows) == 42 and all("!" not in v for r in rows for v in r.values() if isinstance(v, str))
+    assert all(float(r["new"]) <= 1.03 * float(r["old"]) for r in rows)
+    at = {(r["rows"], r["width"], r["dist"]): float(r["new"]) for r in rows}
+    assert all(float(r["new"]) < 0.7 * float(r["old"]) for r in rows if (r["dist"], r["width"]) == ("band", 262144))
+    assert at[(64, 262144, "band")] < 1.5 * at[(64, 262144, "normal")]
+    first = records.load_records("longrow/ab/ab_v3_tiestep_all_laws", gpu="h100")[0]
+    (b,) = longrow.probe_rows(first, {"old": "old", "new": "new"}, where={"dist": "band", "rows": 640, "width": 65536})
+    assert float(b["new"]) > 1.3 * float(b["old"])
 
 
 def test_recorded_ties_past_a_full_buffer():

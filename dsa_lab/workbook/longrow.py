@@ -39,10 +39,11 @@ def speedup_summary(rows, *, arm: str = "triton", shape: str = "grid") -> list[d
 
 def point_rows(rows, shape: str, *, arm: str = "triton") -> list[dict]:
     """One row per point of ``shape``: torch and ``arm`` µs, the speedup, ``arm``'s time over the one-read floor and,
-    where ``shape`` holds normal values at the same size (the value laws), over its time on them (``x_normal``)."""
+    where ``shape`` holds several value laws, over its time on normal values at the same size (``x_normal``)."""
     pts = _points(rows, shape)
+    several = len({key[5] for key in pts}) > 1
     normal = {key[1:5]: float(arms[arm]["median_us"]) for key, arms in pts.items()
-              if key[5] == "normal" and arm in arms}
+              if several and key[5] == "normal" and arm in arms}
     out = []
     for (_, nrows, width, k, lengths, dist), arms in pts.items():
         if arm not in arms or "torch" not in arms:
@@ -153,10 +154,12 @@ def stream_parts_rows(records_by_arm: dict, *, where: dict | None = None) -> lis
 def probe_rows(rows, arms: dict, *, where: dict | None = None) -> list[dict]:
     """A ``dsa-lab ab`` record (``ab/*.csv``: one row per point and arm) as one row per point: the µs of each arm of
     ``arms`` (``{arm: column label}``), ``!`` after an arm whose ids differed from ``torch.topk``'s on some row, and
-    the value law (``dist``) where the record holds several; ``where``: keep the points whose fields equal these."""
+    the value law (``dist``) where the record holds several; ``where``: keep the points whose fields equal these
+    (``dist`` among them: ``normal`` where a record names none)."""
     pts: dict = {}
     for r in rows or ():
-        if int(r["rows"]) == 0 or (where and any(int(r[f]) != v for f, v in where.items())):
+        got = {f: str(r.get(f) or "normal") if f == "dist" else str(r[f]) for f in where or ()}
+        if int(r["rows"]) == 0 or any(got[f] != str(v) for f, v in (where or {}).items()):
             continue  # (rows 0: the null-launch chain)
         mark = "!" if int(r["bad"]) else ""
         key = (int(r["rows"]), int(r["width"]), int(r["k"]), str(r.get("dist") or "normal"))
