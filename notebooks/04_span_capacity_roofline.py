@@ -681,13 +681,13 @@ if cx[0]:
     print(f"the rule picks the slower of the two at {len(missed)} of {len(rows_cx)} points")
 
 # %% [markdown]
-# **What it means.** From 128K columns the long-row select wins from one row (18-22 µs against the radix's
-# 32-53: the radix pays a pass per digit over the row). The rule: rows of 2^16 columns and more at any row count,
+# **What it means.** From 128K columns the long-row select wins from one row (17-22 µs against the radix's
+# 32-52: the radix pays a pass per digit over the row). The rule: rows of 2^16 columns and more at any row count,
 # narrower rows from 2^20 columns in all (`plans.LONGROW_MIN_WIDTH`, `plans.LONGROW_MIN_COLUMNS`). It is a shape
 # rule, so it adds no compiled variant. Its bound was 2^17 while the two were within 15 % at 64K up to 8 rows; with
 # the 4096-word sample the long-row select won there at 5 of 8 points (the radix 7-27 % slower), so the bound moved
-# to 2^16. The points where the rule now picks the slower kernel are k = 2048 at 64K, 2 and 4 rows, by 2.2 % at
-# most.
+# to 2^16. In this record the rule picks the faster kernel at every point; the closest are k = 2048 at 64K, 2-8
+# rows, within 2.5 %.
 #
 # **Correctness.** The fuzz menu's long-row entries draw widths above 32768 columns, k from 257 to 2048, token and
 # block-size-1 candidate calls and every value law. They poison the output and check every slot against the exact
@@ -703,7 +703,8 @@ for name in ("fuzz_longrow.json", "fuzz_longrow_9e9f91b.json", "verify_matrix_lo
 # %% [markdown]
 # **Compile once.** The long-row select is three kernels, two forms each (logits, and block scores at block size
 # 1): six variants in the warm list, none chosen by a shape. Fresh processes after `dsa-lab warmup`, each making the
-# first call at long-row shapes the warm list never used (`dsa-lab coldstart --long`, on the current kernels):
+# first call at long-row shapes the warm list never used (`dsa-lab coldstart --long`, recorded at 82b81d3: the
+# kernels' code has changed since, not their variants):
 
 # %%
 cold = records.load_records("longrow/coldstart_long", gpu="h100")
@@ -724,9 +725,9 @@ if v32[0]:
     print(tables.format_table(longrow.step_rows(v32[0], block_size=1)))
 
 # %% [markdown]
-# **What it means.** The fused step is 1.6-2.8x the upstream composition's speed, every point checked against
-# `torch.topk`'s ids. At one sequence the select is most of the step (27-31 of 36-49 µs: the small-batch floor
-# above). From 32 sequences the producer is (its FP8 scores over 128K tokens), and the select is 10-18 % of the
+# **What it means.** The fused step is 1.6-2.7x the upstream composition's speed, every point checked against
+# `torch.topk`'s ids. At one sequence the select is most of the step (29-32 of 38-50 µs: the small-batch floor
+# above). From 32 sequences the producer is (its FP8 scores over 128K tokens), and the select is 10-19 % of the
 # step.
 
 # %% [markdown]
