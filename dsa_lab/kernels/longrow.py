@@ -6,7 +6,9 @@ Three launches, each a programmatic dependent of the one before (sm_90+):
    spread over its live extent, or the whole row when it has at most ``NCH * CH`` columns) gives a threshold word
    ``T``: the sample's word of the rank that puts about ``2k`` of the row above it, or of rank ``RMIN`` where that
    is more and the buffer holds twice what it aims at (the whole row: exactly the k-th word), found by counting
-   steps over the sample in registers (:func:`dsa_lab.kernels.bisect._kth`).
+   steps over the sample in registers (:func:`dsa_lab.kernels.bisect._kth`); one sampled word lower where that
+   word's tie would overflow the buffer of equal columns and its needed columns lie far into the row (the finish
+   would scan for them), so that the tie comes with the candidates.
 2. :func:`_longrow_stream_kernel`, grid ``(rows, P)``: each program streams its share of the row once, a tile ahead
    of the one it compares, and compacts the words above ``T`` with their columns into the row's candidate buffer
    (a slot range per tile from an atomic counter; each thread's first two such words, unless a thread of the tile
