@@ -243,8 +243,9 @@ def test_longrow_sample_steps_below_a_wide_tie(fresh_seed):
     whose top word many columns share, sparse outliers above): where the finish would scan more than four of its
     wide steps for the ties it needs and the words at or above the tie fit three quarters of the candidate buffer,
     the threshold is the sample's next word below and the finish cuts the tie by column from the candidates; where
-    the scan is short or the words do not fit, the threshold stays and the finish scans the row for the tie.  Row 1:
-    a word the sample holds once is no tie (no step)."""
+    the scan is short or the words do not fit, the threshold stays and the finish scans the row for the tie, and
+    where the tie fits half its buffer it stays and comes from the buffer.  Row 1: a word the sample holds once is
+    no tie (no step)."""
     from dsa_lab.keys import ordered_hi
 
     gen = torch.Generator().manual_seed(fresh_seed)
