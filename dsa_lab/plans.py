@@ -237,7 +237,8 @@ class Longrow:
     TILE: int = LONGROW_TILE
     FT: int = 4 * LONGROW_MAX_KP
     FT_EQ: int = 2 * LONGROW_MAX_KP
-    STILE: int = 2048  # columns a step of a row scan (a wide tie, the exact fallback)
+    STILE: int = 2048  # columns a step of a row scan (a wide tie, the exact fallback; the sample bounds its step below
+    # a tie by four steps of 4 * STILE)
     NCH: int = 512  # runs of CH columns: short runs keep a sorted row's sample spread over its ranks
     CH: int = 8
     RMIN: int = 64  # the sample's rank of the threshold, at least (a smaller rank misses often)
