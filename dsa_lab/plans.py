@@ -45,11 +45,13 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
+import struct
 
 __all__ = [
     "FlagZeroing", "Hier", "Radix", "Bisect", "Longrow", "CandidateBlocks", "Producer",
     "np2", "k_bucket", "select_algo", "radix_programs", "hier", "hier_fits", "main_chain_min", "fusable", "longrow",
-    "select",
+    "longrow_rank", "select",
     "candidate_blocks", "scores_programs", "scores_tile", "scores_tiles", "mask_programs", "producer",
     "producer_config",
 ]
@@ -225,10 +227,10 @@ class Longrow:
     """The long-row select: ``P`` programs per row stream it in tiles of ``TILE`` columns (``stream_warps``); per-row
     candidate buffers of ``CAP`` words above the threshold and ``CAP_EQ`` columns equal to it, which the finish
     (``fin_warps``) holds in register tiles of ``FT`` / ``FT_EQ``, and a histogram of ``NB`` buckets of the
-    candidates; the threshold from a sample of ``NCH`` runs of ``CH`` columns, at a sample rank of at least
-    ``RMIN`` where ``CAP`` has room for twice what it aims at.  The tiles are constexprs (small in
-    the CPU tests: every branch at interpreter sizes); the buffer sizes are not (one compiled kernel for both k
-    buckets)."""
+    candidates; the threshold from a sample of ``NCH`` runs of ``CH`` columns, at the sample rank of the row's k-th
+    word plus ``RZ`` standard deviations of it and ``RB`` words (:func:`longrow_rank`).  The tiles are constexprs
+    (small in the CPU tests: every branch at interpreter sizes); the buffer sizes are not (one compiled kernel for
+    both k buckets)."""
 
     P: int
     CAP: int
@@ -241,7 +243,8 @@ class Longrow:
     # a tie by four steps of 4 * STILE)
     NCH: int = 512  # runs of CH columns: short runs keep a sorted row's sample spread over its ranks
     CH: int = 8
-    RMIN: int = 64  # the sample's rank of the threshold, at least (a smaller rank misses often)
+    RZ: float = 5.0  # the threshold's margin in the sample: standard deviations of the k-th word's rank ...
+    RB: float = 4.0  # ... and words (fewer than k above it about once in 3.6 million rows of independent values)
     num_warps: int = 8  # the sample's
     stream_warps: int = 4
     stream_regs: int = 0  # the stream's register cap (CUDA; 0: none): more of its programs share an SM
@@ -256,14 +259,33 @@ class Longrow:
         return min(self.TILE, self.warp_size * self.stream_warps)
 
 
+def _f32(x: float) -> float:
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+def longrow_rank(L: int, k: int, plan: Longrow) -> int:
+    """The sample's rank of the long-row threshold on a row of ``L > NCH * CH`` live columns (the sample kernel's
+    float32 arithmetic): ``m = k * NCH * CH / L``, the rank of the row's k-th word scaled to the sample, plus
+    ``RZ * sqrt(m) + RB``, rounded up; at most the rank that aims at ``CAP / 2`` words above the threshold (or at
+    ``2k`` where that is more), at least 1."""
+    s = plan.NCH * plan.CH
+    m = _f32(_f32(float(k * s)) / _f32(float(L)))
+    rf = _f32(_f32(m + _f32(_f32(plan.RZ) * _f32(math.sqrt(m)))) + _f32(plan.RB))
+    r = math.ceil(rf)
+    top = max((plan.CAP // 2) * s // L, -(-2 * k * s // L))
+    return max(1, min(r, top, s))
+
+
 def longrow(rows: int, n: int, k: int, facts: dict, *, block_size: int = 1, programs: int | None = None) -> Longrow:
     """The long-row select of ``k <= LONGROW_MAX_KP``: programs per row to fill the device (at most
-    :data:`LONGROW_PROGRAMS` per SM in all, at least a tile each; ``programs``: forced).  The threshold aims at ``2k``
-    words above it, or at the rank ``RMIN`` of the sample of 4096 words where that is more (4096 words at 262144
-    columns); the buffer holds 8192 above it (either k bucket) and twice the k bucket equal to it.  On rows of
-    independent values at 262144 columns (rank 64) fewer than k lie above the threshold (the row read again) about
-    once in 2.5 million rows at k = 2048, never in practice at k = 512, and more than the buffer holds about once
-    in 7 billion; at rank 16 (k = 512 aimed at 2k) one row in 120 missed."""
+    :data:`LONGROW_PROGRAMS` per SM in all, at least a tile each; ``programs``: forced).  The threshold is the
+    sample's word of rank :func:`longrow_rank` (the sample: 4096 words); the buffer holds 8192 above it (either k
+    bucket) and twice the k bucket equal to it.  On rows of independent values fewer than k lie above the threshold
+    (the row read again) at most about once in 3.6 million rows for k of 257-2048 on rows of up to 262144 columns
+    (the exact tail of the rank: :func:`dsa_lab.workbook.longrow.rank_rows`), where the threshold's expected
+    candidates are half the buffer at most; more than the buffer holds about once in 7 billion at 262144 columns
+    (rank 64).  Wider rows take a smaller rank (the buffer's half), and miss more often: rank 16 for k = 2048 at
+    2^20 columns, one row in 120."""
     if k > LONGROW_MAX_KP:
         raise ValueError(f"the long-row select takes k of at most {LONGROW_MAX_KP}, got {k}")
     P = programs or max(1, min(-(-n // LONGROW_TILE), -(-LONGROW_PROGRAMS * int(facts["sm_count"]) // max(rows, 1))))

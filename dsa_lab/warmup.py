@@ -188,6 +188,8 @@ def _arg_type(v) -> str:
         return "i1"
     if isinstance(v, int):
         return "i32" if -2**31 <= v < 2**31 else "i64"
+    if isinstance(v, float):
+        return "fp32"
     return type(v).__name__
 
 

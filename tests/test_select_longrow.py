@@ -96,8 +96,8 @@ def _sample(x, lens, k, plan) -> torch.Tensor:
     rows, n = x.shape
     thr = torch.empty(2 * rows, dtype=torch.int32)
     run(kernel._longrow_sample_kernel, (rows,), x, x.stride(0), lens, lens, thr, n, n, k, 1, plan.CAP, plan.CAP_EQ,
-        plan.RMIN, 1, 0, BLOCK_SCORES=False, NCH=plan.NCH, CH=plan.CH, NB=plan.NB, STILE=plan.STILE, PDL=False,
-        num_warps=plan.num_warps)
+        float(plan.RZ), float(plan.RB), 1, 0, BLOCK_SCORES=False, NCH=plan.NCH, CH=plan.CH, NB=plan.NB,
+        STILE=plan.STILE, PDL=False, num_warps=plan.num_warps)
     return thr
 
 
@@ -147,22 +147,41 @@ def test_longrow_stream_counts(dist, fresh_seed):
         assert int(cnt[0, 2]) > 4 * plan.CAP_EQ, (int(cnt[0, 2]), fresh_seed)
 
 
-def test_longrow_sample_rank_floor(fresh_seed):
-    """A small k on a long row: the rank ``2k`` scaled to the sample is a few words, so the threshold is the sample's
-    word of rank ``RMIN`` instead, where the buffer holds twice what that rank aims at (and of rank ``2k`` where it
-    does not)."""
+def test_longrow_sample_rank(fresh_seed):
+    """The threshold is the sample's word of rank :func:`dsa_lab.plans.longrow_rank`: the k-th word's rank scaled to
+    the sample plus the margin (``RZ`` deviations and ``RB`` words), at most the rank that aims at half the buffer,
+    or at 2k where that is more (a small buffer)."""
     from dsa_lab.keys import ordered_hi
 
     gen = torch.Generator().manual_seed(fresh_seed)
-    n, k = 1600, 3
+    n = 1600
     x = torch.randn(2, n, generator=gen)
     lens = torch.full((2,), n, dtype=torch.int32)
-    for cap, rank in ((1024, 6), (96, 1)):  # 2k of the sample: 1 word; room for rank 6 in 1024, for 1 in 96
-        plan = small(CAP=cap, FT=1024, RMIN=6)
+    # (k, plan fields, rank): the margin (m = 0.2: 0.2 + 2 x 0.45 + 1.5 -> 3); half of 512 words (m = 1.2: 11 by
+    # the margin, 10 by the buffer); 2k (m = 1.2: half of 96 words is rank 1, 2k rank 3)
+    for k, kw, rank in ((5, dict(CAP=1024, FT=1024, RZ=2.0, RB=1.5), 3), (30, dict(CAP=512, FT=512), 10), (30, {}, 3)):
+        plan = small(**kw)
+        assert plans.longrow_rank(n, k, plan) == rank, (k, kw)
         runs = _runs(n, plan)
         want = [int(ordered_hi(x[r, runs]).sort(descending=True).values[rank - 1]) for r in range(2)]
-        assert _thresholds(x, lens, k, plan) == want, (cap, fresh_seed)
+        assert _thresholds(x, lens, k, plan) == want, (k, kw, fresh_seed)
         assert_same_sets(select(x, k, lens, plan=plan), topk_select_reference(x, k, lens, 1), f"seed={fresh_seed}")
+
+
+def test_longrow_rank_misses_rarely():
+    """The default plan's threshold rank: on rows of independent values of 40000-262144 columns, fewer than k at or
+    above it (a second read) at most once in 3.5 million rows for k of 257-2048 (the rank's exact tail), and it aims
+    at no more than half the buffer; lower than the rank that aims at 2k where the sample sees the row densely."""
+    from dsa_lab.workbook.longrow import miss_probability
+
+    plan = plans.longrow(1, 262144, 2048, {"sm_count": 132})
+    s = plan.NCH * plan.CH
+    for L in (40000, 65536, 100000, 131072, 163840, 200000, 262144):
+        for k in (257, 512, 1024, 2048):
+            r = plans.longrow_rank(L, k, plan)
+            assert miss_probability(L, k, r, s) < 1 / 3.5e6 and r * L // s <= plan.CAP // 2 + L // s, (L, k, r)
+    assert plans.longrow_rank(65536, 2048, plan) < 2 * 2048 * s // 65536
+    assert plans.longrow_rank(262144, 512, plan) < 2 * 512 * s // 262144 + 16
 
 
 def _branch(x, lens, k, plan):
@@ -263,7 +282,7 @@ def test_longrow_sample_steps_below_a_wide_tie(fresh_seed):
     below = int(ordered_hi(x[0, runs][x[0, runs] < 2.0].max()))
     tie = int(ordered_hi(torch.tensor(2.0)))
     runs1 = sorted(ordered_hi(x[1, runs]).tolist(), reverse=True)
-    wide = dict(CAP=512, FT=512, RMIN=4)  # rank 4 in the sample (2k scaled), room for the tie's words
+    wide = dict(CAP=512, FT=512, RZ=1.0, RB=0.0)  # rank 4 in the sample (1.7 + 1.3), room for the tie's words
     for plan, thr0, branch in ((small(STILE=16, **wide), below, "top of keys above"),  # 6.7 wide steps of 64
                                (small(STILE=64, **wide), tie, "ties by a scan"),  # 1.7 of 256: short
                                (small(STILE=16), tie, "ties by a scan"),  # the tie's words past 3/4 of CAP
@@ -349,7 +368,7 @@ def test_longrow_default_sizes(fresh_seed):
     x = torch.randn(2, plans.BISECT_MAX_COLS + 5, generator=gen)
     lens = torch.tensor([plans.BISECT_MAX_COLS + 5, 3000], dtype=torch.int32)
     plan = plans.longrow(2, x.shape[1], 300, _impl.facts_for(x))
-    assert (plan.CAP, plan.CAP_EQ, plan.TILE, plan.NCH * plan.CH, plan.RMIN) == (8192, 1024, 1024, 4096, 64)
+    assert (plan.CAP, plan.CAP_EQ, plan.TILE, plan.NCH * plan.CH, plan.RZ, plan.RB) == (8192, 1024, 1024, 4096, 5, 4)
     out = poisoned(2, 300, "cpu")
     launch.topk_select(x, 300, lens, 1, out, plan=plan)
     assert_same_sets(out, topk_select_reference(x, 300, lens, 1), f"seed={fresh_seed}")

@@ -4,8 +4,9 @@ Three launches, each a programmatic dependent of the one before (sm_90+):
 
 1. :func:`_longrow_sample_kernel`, one program per row: a sample of the row (``NCH`` short runs of ``CH`` columns
    spread over its live extent, or the whole row when it has at most ``NCH * CH`` columns) gives a threshold word
-   ``T``: the sample's word of the rank that puts about ``2k`` of the row above it, or of rank ``RMIN`` where that
-   is more and the buffer holds twice what it aims at (the whole row: exactly the k-th word), found by counting
+   ``T``: the sample's word of the rank where the row's k-th word is expected, plus a margin of ``RZ`` standard
+   deviations of that rank and ``RB`` words (so that fewer than ``k`` lie above ``T`` about once in millions of
+   rows), at most the rank that aims at half the buffer (the whole row: exactly the k-th word), found by counting
    steps over the sample in registers (:func:`dsa_lab.kernels.bisect._kth`); one sampled word lower where that
    word's tie would overflow the buffer of equal columns and its needed columns lie far into the row (the finish
    would scan for them), so that the tie comes with the candidates.
@@ -92,16 +93,17 @@ def _smallest(cols, on, n, r):
     return on & (ck >= _rank_word(ck, n, r))
 
 
-@triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "CAP", "CAP_EQ", "RMIN", "has_len",
+@triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "CAP", "CAP_EQ", "RZ", "RB", "has_len",
                                "has_start"])
-def _longrow_sample_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, n, width, k, rr, CAP, CAP_EQ, RMIN,
+def _longrow_sample_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, n, width, k, rr, CAP, CAP_EQ, RZ, RB,
                            has_len, has_start, BLOCK_SCORES: tl.constexpr, NCH: tl.constexpr, CH: tl.constexpr,
                            NB: tl.constexpr, STILE: tl.constexpr, PDL: tl.constexpr):
     """Grid ``(rows,)``: row ``r``'s threshold word to ``thr[r, 0]`` (the sample of ``NCH`` runs of ``CH`` columns)
     and to ``thr[r, 1]`` the shift that puts the sample's words above it in buckets ``(word - T) >> shift`` below
-    ``NB / 2``.  A sampled row's threshold is the sample's word of rank ``2k`` scaled to the sample, and at least
-    ``RMIN`` where the buffer of ``CAP`` words holds twice what that rank aims at (a rank of a few words would
-    miss ``k`` often: small ``k`` on long rows).  A threshold whose tie, scaled to the row, would fill more than
+    ``NB / 2``.  A sampled row's threshold is the sample's word of rank ``m + RZ * sqrt(m) + RB`` (rounded up),
+    ``m = k * NCH * CH / L`` the rank of the row's k-th word scaled to the sample (the rank's spread is about
+    ``sqrt(m)`` words on rows of independent values), at most the rank that aims at half the buffer of ``CAP``
+    words (or at ``2k``, where that is more).  A threshold whose tie, scaled to the row, would fill more than
     half the buffer of ``CAP_EQ`` equal columns, and whose needed ties the finish would find only by a scan of more
     than four of its wide steps (``4 * STILE`` columns each), moves down to the sample's next word where the words
     at or above it fit in three quarters of ``CAP``: the tie is then held with the candidates."""
@@ -116,11 +118,14 @@ def _longrow_sample_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, n, 
     if L <= SAMPLE:  # the whole row: the k-th word itself
         cols = i * CH + j
         r = k
-    else:  # runs spread over the row; the rank that leaves about 2k of the row above the word
+    else:  # runs spread over the row; the k-th word's rank in the sample, and a margin above it
         cols = ((i.to(tl.int64) * (L - CH)) // (NCH - 1) + j).to(tl.int32)
-        r = ((2 * k * SAMPLE).to(tl.int64) + L - 1) // L
-        r = tl.maximum(r, tl.minimum(RMIN, (CAP // 2).to(tl.int64) * SAMPLE // L))
-        r = tl.minimum(tl.maximum(r, 1), SAMPLE).to(tl.int32)
+        m = (k * SAMPLE).to(tl.float32) / L.to(tl.float32)
+        rf = m + RZ * tl.sqrt(m) + RB
+        r = rf.to(tl.int32)
+        r += (r.to(tl.float32) < rf).to(tl.int32)
+        top = tl.maximum((CAP // 2).to(tl.int64) * SAMPLE // L, ((2 * k * SAMPLE).to(tl.int64) + L - 1) // L)
+        r = tl.minimum(tl.maximum(tl.minimum(r.to(tl.int64), top), 1), SAMPLE).to(tl.int32)
     h = _words(src_ptr, row_off, cols, L, start, nlive, newest, BLOCK_SCORES)
     T = _rank_word(h, tl.sum((h > NEG_HI).to(tl.int32)), r)
     # the sample's counts scaled to the row (x nw / SAMPLE; a row sampled whole: its counts); a tie the sample sees

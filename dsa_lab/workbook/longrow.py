@@ -6,9 +6,38 @@ records); the decode step at block size 1 (``step_breakdown.csv``) and the long-
 --long``).  Each returns a list of dicts or a dict (deterministic: notebooks print them)."""
 from __future__ import annotations
 
+import math
 import statistics
 
 from .. import plans
+
+
+def _log_choose(n: int, r: int) -> float:
+    return math.lgamma(n + 1) - math.lgamma(r + 1) - math.lgamma(n - r + 1)
+
+
+def miss_probability(L: int, k: int, r: int, s: int = 4096) -> float:
+    """On a row of ``L`` independent values (no ties) sampled at ``s`` of its columns: the probability that fewer than
+    ``k`` of the row lie at or above the sample's ``r``-th largest (the long-row finish reads the row again).  Exact:
+    that word's rank in the row is ``j`` with probability ``C(j-1, r-1) C(L-j, s-r) / C(L, s)``."""
+    tot = _log_choose(L, s)
+    return sum(math.exp(_log_choose(j - 1, r - 1) + _log_choose(L - j, s - r) - tot) for j in range(r, k))
+
+
+def rank_rows(widths, ks, plan: plans.Longrow | None = None) -> list[dict]:
+    """Per (width, k): the sample rank of the long-row threshold (:func:`dsa_lab.plans.longrow_rank`), the words
+    it aims at above it (rank x width / sample) and, on rows of independent values, the odds against a miss (one row
+    in ``1 / miss_probability``)."""
+    plan = plan or plans.Longrow(P=1, CAP=4 * plans.LONGROW_MAX_KP, CAP_EQ=2 * plans.LONGROW_MAX_KP)
+    s = plan.NCH * plan.CH
+    out = []
+    for w in widths:
+        for k in ks:
+            r = plans.longrow_rank(w, k, plan)
+            p = miss_probability(w, k, r, s)
+            out.append({"width": w, "k": k, "k_rank": f"{k * s / w:.1f}", "rank": r, "aims_at": r * w // s,
+                        "one_miss_in": f"{1 / p:.2g}" if p > 0 else "never"})
+    return out
 
 
 def _points(rows, shape: str | None = None) -> dict:
