@@ -227,10 +227,10 @@ class Longrow:
     """The long-row select: ``P`` programs per row stream it in tiles of ``TILE`` columns (``stream_warps``); per-row
     candidate buffers of ``CAP`` words above the threshold and ``CAP_EQ`` columns equal to it, which the finish
     (``fin_warps``) holds in register tiles of ``FT`` / ``FT_EQ``, and a histogram of ``NB`` buckets of the
-    candidates; the threshold from a sample of ``NCH`` runs of ``CH`` columns, at the sample rank of the row's k-th
-    word plus ``RZ`` standard deviations of it and ``RB`` words (:func:`longrow_rank`).  The tiles are constexprs
-    (small in the CPU tests: every branch at interpreter sizes); the buffer sizes are not (one compiled kernel for
-    both k buckets)."""
+    candidates (the k-th word's bucket ranked in pairs where it holds at most ``FB`` words); the threshold from a
+    sample of ``NCH`` runs of ``CH`` columns, at the sample rank of the row's k-th word plus ``RZ`` standard
+    deviations of it and ``RB`` words (:func:`longrow_rank`).  The tiles are constexprs (small in the CPU tests:
+    every branch at interpreter sizes); the buffer sizes are not (one compiled kernel for both k buckets)."""
 
     P: int
     CAP: int
@@ -239,6 +239,7 @@ class Longrow:
     TILE: int = LONGROW_TILE
     FT: int = 4 * LONGROW_MAX_KP
     FT_EQ: int = 2 * LONGROW_MAX_KP
+    FB: int = 64  # the words of the k-th word's bucket that the finish ranks in pairs, at most (2 FB <= CAP_EQ)
     STILE: int = 2048  # columns a step of a row scan (a wide tie, the exact fallback; the sample bounds its step below
     # a tie by four steps of 4 * STILE)
     NCH: int = 512  # runs of CH columns: short runs keep a sorted row's sample spread over its ranks

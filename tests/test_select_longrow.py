@@ -19,7 +19,7 @@ from dsa_lab.bench.shapes import fill
 from dsa_lab.launch import select as launch
 from dsa_lab.select import topk_select_reference
 
-SMALL = dict(CAP=96, CAP_EQ=32, FT=128, FT_EQ=32, TILE=64, STILE=64, NCH=16, CH=4, num_warps=4, stream_warps=4,
+SMALL = dict(CAP=96, CAP_EQ=32, FT=128, FT_EQ=32, FB=16, TILE=64, STILE=64, NCH=16, CH=4, num_warps=4, stream_warps=4,
              fin_warps=4, NB=64)
 
 
@@ -296,7 +296,8 @@ def test_longrow_sample_steps_below_a_wide_tie(fresh_seed):
 
 def _finish_of_top(x, lens, k, plan):
     """For the rows whose finish takes the top k of the words above the threshold: how the histogram's bucket of
-    the k-th word is used (all its words, a part found by counting, or a part with ties cut by column)."""
+    the k-th word is used (all its words; a part ranked in pairs, at most ``FB`` words; else a part found by
+    counting, or a part with ties cut by column)."""
     from dsa_lab.keys import NEG_INF_HI, ordered_hi
 
     rows, n = x.shape
@@ -315,32 +316,38 @@ def _finish_of_top(x, lens, k, plan):
         above, inb = int((b > bk).sum()), int((b == bk).sum())
         if above + inb == k:
             out.append("bucket whole")
+        elif inb <= plan.FB:
+            out.append("pairs")
         else:
             out.append("ties by column" if int((w > kth).sum()) + int((w == kth).sum()) > k else "bucket part")
     return out
 
 
 def test_longrow_finish_buckets(fresh_seed):
-    """The finish's histogram: the bucket of the k-th word needed whole, or in part (its k-th found by counting
-    steps over its words), or in part with ties at the k-th cut by column.  The sample sees its runs only (1 to 1.5
-    evenly: the threshold is the second largest, the buckets 4096 words wide); 40 words it cannot see lie above,
-    spread a bucket apart or packed into one."""
+    """The finish's histogram: the bucket of the k-th word needed whole; or in part, its words ranked in pairs where
+    it holds at most ``FB`` (ties at the k-th to the smaller columns); else its k-th found by counting steps over
+    its words, or ties at the k-th cut by column.  The sample sees its runs only (1 to 1.5 evenly: the threshold is
+    the second largest, the buckets 4096 words wide); 40 words it cannot see lie above, spread a bucket apart or
+    packed into one; or 14 spread above 12 packed (5 of them needed; in row 5 the last 9 of them tied)."""
     gen = torch.Generator().manual_seed(fresh_seed)
     n, k = 1600, 20
     plan = small()
     runs = _runs(n, plan)
     others = torch.tensor([c for c in range(n) if c not in set(runs)])
-    x = torch.full((4, n), -10.0)
+    x = torch.full((6, n), -10.0)
     x[:, runs] = torch.linspace(1.0, 1.5, len(runs))
     j = torch.arange(40, dtype=torch.float32)
-    planted = {0: 1.495 + 1e-3 * j, 1: 1.495 + 1e-6 * j, 2: torch.where(j < 10, 1.51, 1.495)}
+    few = torch.where(j < 14, 1.52 + 1e-3 * j, 1.495 + 1e-6 * (j - 14))
+    planted = {0: 1.495 + 1e-3 * j, 1: 1.495 + 1e-6 * j, 2: torch.where(j < 10, 1.51, 1.495),
+               4: few[:26], 5: torch.where(j[:26] < 17, few[:26], 1.495)}
     for r, v in planted.items():
-        x[r, others[torch.randperm(len(others), generator=gen)[:40]]] = v
+        x[r, others[torch.randperm(len(others), generator=gen)[:len(v)]]] = v
     x[3] = torch.randn(n, generator=gen)
-    lens = torch.full((4,), n, dtype=torch.int32)
+    lens = torch.full((6,), n, dtype=torch.int32)
     got = select(x, k, lens, plan=plan)
     assert_same_sets(got, topk_select_reference(x, k, lens, 1), f"seed={fresh_seed}")
-    assert _finish_of_top(x, lens, k, plan)[:3] == ["bucket whole", "bucket part", "ties by column"]
+    got = _finish_of_top(x, lens, k, plan)
+    assert got[:3] + got[4:] == ["bucket whole", "bucket part", "ties by column", "pairs", "pairs"], got
 
 
 @pytest.mark.parametrize("P", [1, 2, 7])

@@ -21,8 +21,9 @@ Three launches, each a programmatic dependent of the one before (sm_90+):
    guesses:
 
    * at least ``k`` above ``T`` and at most ``CAP`` of them: the histogram names the bucket of the k-th word and
-     how many of its words are needed; those found by counting steps over that bucket's few words in registers,
-     ties at the k-th to the smaller columns (a second search, over the tied columns);
+     how many of its words are needed; where the bucket holds at most ``FB`` words, each is ranked against the
+     others in pairs (word, then column: ties at the k-th to the smaller columns), else they are found by counting
+     steps over the bucket's words in registers (ties: a second search, over the tied columns);
    * fewer than ``k`` above: all of them, then the smallest columns equal to ``T`` -- from the buffer when they fit,
      else from a scan of the row in column order that stops once it has them (a first step of ``STILE`` columns,
      then steps of ``4 * STILE`` where the tie is spread thin, else of ``STILE``);
@@ -321,11 +322,13 @@ def _tie_scan(src_ptr, row_off, out_ptr, obase, T, need, seen, t0, end, L, start
 @triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "CAP", "CAP_EQ", "has_len", "has_start"])
 def _longrow_finish_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, out_ptr, gtw_ptr, gtc_ptr, eqc_ptr,
                            sync_ptr, hist_ptr, n, width, k, rr, CAP, CAP_EQ, has_len, has_start,
-                           BLOCK_SCORES: tl.constexpr, FT: tl.constexpr, FT_EQ: tl.constexpr, NB: tl.constexpr,
-                           STILE: tl.constexpr, KT: tl.constexpr, PDL: tl.constexpr):
+                           BLOCK_SCORES: tl.constexpr, FT: tl.constexpr, FT_EQ: tl.constexpr, FB: tl.constexpr,
+                           NB: tl.constexpr, STILE: tl.constexpr, KT: tl.constexpr, PDL: tl.constexpr):
     """Grid ``(rows,)``: row ``r``'s ids to ``out[r, :k]`` (every slot) from the stream launch's candidates
     (``CAP <= FT`` and ``CAP_EQ <= FT_EQ``: a register tile holds either buffer); ``sync[r, 1:3]`` and
-    ``hist[r]`` back to zero.  ``PDL``: a programmatic dependent of the stream launch."""
+    ``hist[r]`` back to zero.  Where the top ``k`` lie above ``T``, the row's buffer of equal columns (then not
+    needed) holds the k-th word's bucket, ``FB`` words and their columns (``2 * FB <= CAP_EQ``).  ``PDL``: a
+    programmatic dependent of the stream launch."""
     row = tl.program_id(0)
     L, start, nlive, newest = _extent(row, len_ptr, start_ptr, n, width, rr, has_len, has_start, BLOCK_SCORES)
     if PDL:
@@ -359,7 +362,23 @@ def _longrow_finish_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, out
             above = bk > b
             inb = bk == b
             take = above | inb
-            if rem < hb:
+            if (rem < hb) & (hb <= FB):  # a few words in the bucket: ranked in pairs, through the free tie buffer
+                # (every word above the bucket is taken: k - rem of them, at their positions among them)
+                pk = tl.cumsum(above.to(tl.int32) + (inb.to(tl.int32) << 16), 0)
+                tl.store(out_ptr + obase + (pk & 0xFFFF) - 1, c, mask=above)
+                tl.store(eqc_ptr + ebase + (pk >> 16) - 1, h, mask=inb)
+                tl.store(eqc_ptr + ebase + FB + (pk >> 16) - 1, c, mask=inb)
+                tl.debug_barrier()  # the bucket's words stored before any thread loads them
+                j = tl.arange(0, FB)
+                on_b = j < hb
+                w = tl.load(eqc_ptr + ebase + j, mask=on_b, other=NEG_HI)
+                cb = tl.load(eqc_ptr + ebase + FB + j, mask=on_b, other=INT_MAX)
+                # a word's rank in the bucket: the words before it, larger or equal at a smaller column (the
+                # padding, NEG_HI, below every word)
+                first = (w[None, :] > w[:, None]) | ((w[None, :] == w[:, None]) & (cb[None, :] < cb[:, None]))
+                rk = tl.sum(first.to(tl.int32), axis=1)
+                tl.store(out_ptr + obase + (k - rem) + rk, cb, mask=on_b & (rk < rem))
+            elif rem < hb:
                 hb_w = tl.where(inb, h, NEG_HI)
                 Tk = _rank_word(hb_w, hb, rem)
                 above = above | (hb_w > Tk)
@@ -369,7 +388,8 @@ def _longrow_finish_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, out
                 take = above | tie
                 if need < nt:  # ties at the k-th word: the smaller columns
                     take = above | _smallest(c, tie, nt, need)
-            tl.store(out_ptr + obase + tl.cumsum(take.to(tl.int32), 0) - 1, c, mask=take)
+            if (rem == hb) | (hb > FB):
+                tl.store(out_ptr + obase + tl.cumsum(take.to(tl.int32), 0) - 1, c, mask=take)
         else:  # all of them, then the first columns equal to T
             tl.store(out_ptr + obase + i, c, mask=on)
             written = gt
