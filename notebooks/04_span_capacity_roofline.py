@@ -442,11 +442,11 @@ for name in ("fuzz_large_k.json", "verify_matrix_large_k.csv"):
 # and the radix select reads it once per digit, which lost to `torch.topk` from 32 rows.
 #
 # **Claim.** The long-row select (`kernels/longrow.py`, `docs/design.md` §7) reads each row once, in three
-# launches. A sample launch picks, per row, a threshold word meant to leave about 2k of the row above it, and a
-# bucket width for the words above it. Then several programs per row stream the row, keep only the few words above
-# the threshold (and, apart, the columns equal to it), and count them in a per-row histogram of those buckets. A
-# finish launch, one program per row, reads the histogram to find the bucket that holds the k-th word, so it
-# searches only that bucket's few words in registers. A sample that misses costs a second read of the row, never a
+# launches. A sample launch picks, per row, a threshold word meant to leave somewhat more than k of the row above
+# it, and a bucket width for the words above it. Then several programs per row stream the row, keep only the few
+# words above the threshold (and, apart, the columns equal to it), and count them in a per-row histogram of those
+# buckets. A finish launch, one program per row, reads the histogram to find the bucket that holds the k-th word,
+# so it ranks only that bucket's few words. A sample that misses costs a second read of the row, never a
 # wrong answer. So it should beat `torch.topk` at every k = 512 / 2048 point where the rule sends it, and at many
 # rows its time should follow the bytes.
 #
@@ -473,10 +473,11 @@ if tok[0]:
 
 # %% [markdown]
 # **What it means.** Every point of the grid, every value law and every prefill shape is faster than
-# `torch.topk`: the grid medians are 3.0-3.9x, the smallest grid point 2.7x. Every value law runs within 1.34x the
+# `torch.topk`: the grid medians are 3.3-4.1x, the smallest grid point 2.9x. Every value law runs within 1.35x the
 # time of normal values (`x_normal`), the slowest a narrow `band` of values with sparse outliers and values shifted
-# far from zero. The one-read floor is still off: 2.7x at 640 x 256K, 3.5-6.0x in prefill. The targets of 4x over
-# `torch` and 1.3x the floor are still open; the laws' 1.5x is met since the sample's step below a wide tie (below).
+# far from zero. The one-read floor is still off: 2.6x at 640 x 256K, 3.4-5.4x in prefill. The targets of 4x over
+# `torch` at every width and 1.3x the floor are still open; the laws' 1.5x is met since the sample's step below a
+# wide tie (below).
 #
 # Ties that overflow the buffer used to cost the stream as well: every tile sent its ties through the buffer's
 # slots (an atomic, a scan, the stores) even after it was full. Now a program that has seen the buffer full only
@@ -558,21 +559,66 @@ for name, label in (("ab_v3_tiestep_all_laws", "step_wherever_wide"), ("ab_v3_ti
 # than the call:
 
 # %%
-prof = records.load_records("longrow/ab/ab_v3_tiestep", gpu="h100")
+prof = records.load_records("longrow/ab/ab_v3_pairs_rank", gpu="h100")
 print(records.record_status(prof))
 if prof[0]:
     print(tables.format_table(longrow.stage_rows(prof[0])))
 
 # %% [markdown]
 # **What it means.** From 64 rows the stream launch is most of the time. It reads the row once, but at
-# 0.6-1.4 TB/s, not the card's 3.2 TB/s. At a few rows the call takes 19-28 µs, and the launches that run one
-# program per row set it: the sample's counting steps over its words, then the finish's over the candidates, each
-# step a reduction across the program's warps.
+# 0.6-1.4 TB/s, not the card's 3.2 TB/s. At a few rows the call takes 17-27 µs, and the launches that run one
+# program per row set it: the sample's search for its threshold word over its 4096 words, then the finish's for the
+# k-th word in its bucket, each step of them a reduction across the program's warps.
 #
-# The sample decides both. It was 8192 words (1024 runs of 8 columns); 4096 words cost less at every point, and
-# 2048 words lose where the threshold misses. The same calls under three sample sizes, one process
-# (a probe of plan variants, the stream and the finish of the kernels above; `!` marks ids that differ from
-# `torch.topk`'s, none here):
+# How much of a one-row call the two searches take, from a probe on an H200: trees of the kernel before the change
+# below (`ee46a1f`) that skip one search or both, timed in one process with it at two draws of the inputs. Skipping
+# the finish's search returns wrong ids (`!`) unless the bucket was needed whole; without the sample's search the
+# threshold is the word of 2.0, which leaves fewer than k above it at 64K, where the row is then read again:
+
+# %%
+for seed in ("s0", "s7"):
+    probe_s = records.load_records(f"longrow/ab/probe_search_{seed}", gpu="h200")
+    print(records.record_status(probe_s))
+    if probe_s[0]:
+        print(tables.format_table(longrow.probe_rows(probe_s[0], {
+            "new": "both", "pkg_nofk": "no_finish_search", "pkg_nosk": "no_sample_search", "pkg_none": "neither"},
+            where={"rows": 1})))
+
+# %% [markdown]
+# **What it means.** Without either search one row takes 12-14 µs on this H200. The sample's search adds 0.3-8.5
+# µs to a call, the finish's up to 3.6 (nothing where the k-th word's bucket is needed whole). Which calls take
+# longer is a matter of the draw: the number of counting steps changes with how the words fall.
+#
+# **Claim.** The finish's search can be shorter. The bucket of the k-th word holds a few words (a few dozen at
+# most on normal values), and which of them are needed depends only on their order. Stored to the row's buffer of
+# equal columns (not needed where the top k lie above the threshold), at most 64 of them can each be ranked against
+# all the others at once, in pairs (word, then column: ties to the smaller column): one round trip through memory
+# and one reduction, where the counting steps over the 8192-word tile take one reduction each. A larger bucket is
+# searched as before. The two finishes in one process on an H100, the threshold rank below in both (`ee46a1f`
+# against `0c5657f`):
+
+# %%
+pairs = records.load_records("longrow/ab/ab_v3_pairs_rank", gpu="h100")
+pairs_laws = records.load_records("longrow/ab/ab_v3_pairs_rank_laws", gpu="h100")
+print(records.record_status(pairs))
+print(records.record_status(pairs_laws))
+if pairs[0] and pairs_laws[0]:
+    print(tables.format_table(longrow.probe_rows(pairs[0], {"torch": "torch_us", "old": "counting", "new": "pairs"},
+                                                 where={"k": 2048})))
+    print()
+    print(tables.format_table(longrow.probe_rows(pairs_laws[0], {"old": "counting", "new": "pairs"},
+                                                 where={"rows": 640})))
+
+# %% [markdown]
+# **What it means.** At 4-8 rows every call takes 2-9 % less time (4 x 160K from 22.3 to 20.7 µs, against the
+# 20 µs targeted); 64 rows move by -5 to +3 %, 640 rows within 1 % on normal values and up to 2.3 % slower on
+# `nan1pct` and (at k = 512) `band`. One row moves by -8 to +5 %: the round trip through memory costs about what a
+# few counting steps do, so a draw whose search was short gains nothing. The sample's search is the larger of the
+# two and is not changed.
+#
+# The sample's size matters too. It was 8192 words (1024 runs of 8 columns); 4096 words cost less at every point,
+# and 2048 words lose where the threshold misses. The same calls under three sample sizes, one process (a probe of
+# plan variants on the kernels of 8fd5dca; `!` marks ids that differ from `torch.topk`'s, none here):
 
 # %%
 probe = records.load_records("longrow/ab/probe_8fd5dca", gpu="h100")
@@ -588,9 +634,38 @@ if probe[0]:
 # misses often (the 1275 µs above: rows with fewer than k words above the threshold are read again by one
 # program), and so does 16: one row in 120 on rows of independent values (a Poisson tail). So the rank is at least
 # 64 where the buffer has room for twice what it aims at (8192 words above the threshold, for either k); that puts
-# the miss below one row in a million. That is the select of the grid above. 2048 words are faster still where
-# they do not miss, but rank 64 in them aims at 8192 words above the threshold at 256K, the whole buffer; at their
-# rank 32 (k = 2048 over 256K) one row in 3,600 misses.
+# the miss below one row in a million. 2048 words are faster still where they do not miss, but rank 64 in them
+# aims at 8192 words above the threshold at 256K, the whole buffer; at their rank 32 (k = 2048 over 256K) one row
+# in 3,600 misses.
+#
+# **Claim.** Aiming at 2k is more margin than a dense sample needs. The rank that the row's k-th word takes in
+# the sample, `m = k x 4096 / L`, spreads by about its square root on rows of independent values. A threshold at
+# rank `m + 5 sqrt(m) + 4` (at most the rank that aims at half the buffer: `plans.longrow_rank`) misses at most
+# about one row in 3.6 million at every width to 256K, and aims at fewer words than 2k wherever the sample sees
+# the row densely (64K-160K at k = 2048) or k is small (k = 512): fewer words for the stream to compact and the
+# finish to rank. The rank, the words it aims at, and the exact odds against a miss (the sample's word's rank in the
+# row follows a negative hypergeometric law):
+
+# %%
+print(tables.format_table(longrow.rank_rows([65536, 131072, 163840, 262144], [512, 2048])))
+
+# %% [markdown]
+# The two rules in one process on an H100, the kernels otherwise the same (`1cb6959` against `ee46a1f`):
+
+# %%
+rank_ab = records.load_records("longrow/ab/ab_v3_rank", gpu="h100")
+print(records.record_status(rank_ab))
+if rank_ab[0]:
+    print(tables.format_table(longrow.probe_rows(rank_ab[0], {"torch": "torch_us", "old": "aim_2k", "new": "margin"},
+                                                 where={"rows": 640})))
+
+# %% [markdown]
+# **What it means.** Where the rank falls the call follows the words it no longer compacts: 640 x 64K at
+# k = 2048 (3024 words aimed at instead of 4096) takes 239 µs instead of 261, 640 x 256K at k = 512 (1728 instead
+# of 4096) 544 instead of 557. At 256K and k = 2048 the rank stays 64, and so does the time. The odds hold only where
+# the sampled words are independent: a row whose values follow each other closely over the 8-column runs counts as
+# fewer samples, and the rule aims at the same odds at every width where the old one had far longer odds at 64K.
+# A miss costs a second read, never a wrong answer.
 #
 # Why the stream is slow: the stream as it was before the change below, in the same calls with parts of it taken
 # out, one tree each, in one process (these trees return wrong ids on purpose; only their stream times are read).
@@ -619,7 +694,7 @@ if parts[0] and vec[0]:
 # apart), counts its own words, and keeps its first two words above the threshold in registers; only those 2 x 128
 # go through the slot scan, the stores and the histogram. A tile where some thread holds three or more takes all its
 # words through them, as before. That took the stream from 652 to 512 µs at 640 x 256K (`ab/ab_v3_pairs.csv`, the
-# two in one process) and from 81 to 69 at 64 x 256K; it is 474 and 61 in the stage table above. At k = 2048 on 64K
+# two in one process) and from 81 to 69 at 64 x 256K; it is 475 and 61 in the stage table above. At k = 2048 on 64K
 # rows the words above the threshold are 6 % of the row, so most tiles have a thread with three, and the time
 # stays.
 #
@@ -643,10 +718,10 @@ if peers[0] and tok[0]:
 
 # %% [markdown]
 # **What it means.** Against FlashInfer's radix top-k (its times transcribed, each ratio against its own
-# process's `torch`) the select is faster at its eight shapes of 128K-256K columns, 1-640 rows (1.18-2.17x its
-# speed), and slower at its two of 64K (0.71-0.79x). The published kernels are faster where they report: the
-# cluster kernel 1.5x as fast at 64 x 256K, vLLM's persistent top-k 1.01x at 4 x 160K. Those kernels are CUDA
-# only; none of them runs on ROCm.
+# process's `torch`) the select is faster at its eight shapes of 128K-256K columns, 1-640 rows (1.18-2.41x its
+# speed), and slower at its two of 64K (0.78-0.87x). The published cluster kernel is 1.5x as fast at 64 x 256K;
+# vLLM's persistent top-k takes the same 22.1 µs at 4 x 160K. Those kernels are CUDA only; none of them runs on
+# ROCm.
 #
 # The record before this one (e521f8f) had two launches: the row's last program to arrive finished it alone,
 # with 64-bit digit passes over its keys. The same points, in two records of the same harness on the same kind of
@@ -681,30 +756,29 @@ if cx[0]:
     print(f"the rule picks the slower of the two at {len(missed)} of {len(rows_cx)} points")
 
 # %% [markdown]
-# **What it means.** From 128K columns the long-row select wins from one row (17-22 µs against the radix's
-# 32-52: the radix pays a pass per digit over the row). The rule: rows of 2^16 columns and more at any row count,
+# **What it means.** From 128K columns the long-row select wins from one row (18-21 µs against the radix's
+# 32-53: the radix pays a pass per digit over the row). The rule: rows of 2^16 columns and more at any row count,
 # narrower rows from 2^20 columns in all (`plans.LONGROW_MIN_WIDTH`, `plans.LONGROW_MIN_COLUMNS`). It is a shape
 # rule, so it adds no compiled variant. Its bound was 2^17 while the two were within 15 % at 64K up to 8 rows; with
 # the 4096-word sample the long-row select won there at 5 of 8 points (the radix 7-27 % slower), so the bound moved
 # to 2^16. In this record the rule picks the faster kernel at every point; the closest are k = 2048 at 64K, 2-8
-# rows, within 2.5 %.
+# rows, where the radix takes 1.09-1.15x the time.
 #
 # **Correctness.** The fuzz menu's long-row entries draw widths above 32768 columns, k from 257 to 2048, token and
 # block-size-1 candidate calls and every value law. They poison the output and check every slot against the exact
 # reference. The named matrix's long-row cases pin the laws, ragged and zero lengths, k above the live length and
 # row repeats at GPU sizes. The concurrency check ran the long-row select on four streams, two threads and
 # concurrent graphs. All of these ran on the current kernel; the first fuzz below is the current kernel's, the
-# second the 100,000 cases of the stream before the thread pairs:
+# second the kernel before the finish's pairs (the same sample and stream):
 
 # %%
-for name in ("fuzz_longrow.json", "fuzz_longrow_9e9f91b.json", "verify_matrix_long.csv", "streams.json"):
+for name in ("fuzz_longrow.json", "fuzz_longrow_ee46a1f.json", "verify_matrix_long.csv", "streams.json"):
     print(records.summarize_verification(records.data_dir() / "h100" / "longrow" / name))
 
 # %% [markdown]
 # **Compile once.** The long-row select is three kernels, two forms each (logits, and block scores at block size
 # 1): six variants in the warm list, none chosen by a shape. Fresh processes after `dsa-lab warmup`, each making the
-# first call at long-row shapes the warm list never used (`dsa-lab coldstart --long`, recorded at 82b81d3: the
-# kernels' code has changed since, not their variants):
+# first call at long-row shapes the warm list never used (`dsa-lab coldstart --long`, on the current kernels):
 
 # %%
 cold = records.load_records("longrow/coldstart_long", gpu="h100")
@@ -725,9 +799,9 @@ if v32[0]:
     print(tables.format_table(longrow.step_rows(v32[0], block_size=1)))
 
 # %% [markdown]
-# **What it means.** The fused step is 1.6-2.7x the upstream composition's speed, every point checked against
-# `torch.topk`'s ids. At one sequence the select is most of the step (29-32 of 38-50 µs: the small-batch floor
-# above). From 32 sequences the producer is (its FP8 scores over 128K tokens), and the select is 10-19 % of the
+# **What it means.** The fused step is 1.6-2.8x the upstream composition's speed, every point checked against
+# `torch.topk`'s ids. At one sequence the select is most of the step (28-30 of 37-49 µs: the small-batch floor
+# above). From 32 sequences the producer is (its FP8 scores over 128K tokens), and the select is 9-18 % of the
 # step.
 
 # %% [markdown]

@@ -224,3 +224,46 @@ def test_recorded_sample_probe_smaller_sample_faster_until_it_misses():
     assert all(float(r["4096"]) < float(r["8192"]) for r in rows)
     (miss,) = [r for r in rows if (r["rows"], r["k"]) == (64, 512)]
     assert float(miss["2048"]) > 5 * float(miss["4096"])
+
+
+def test_miss_probability_is_the_exact_rank_law():
+    """The odds behind the long-row threshold: against every sample of 5 of 14 distinct values, counted (the
+    sample's r-th largest has fewer than k of the row at or above it); and the default plan's rank table."""
+    import itertools
+
+    n, s = 14, 5
+    for r, k in ((1, 3), (2, 5), (3, 9), (5, 12)):
+        subsets = list(itertools.combinations(range(n), s))  # value i ranks i + 1 in the row
+        miss = sum(1 for c in subsets if sorted(c)[r - 1] + 1 < k)
+        assert abs(longrow.miss_probability(n, k, r, s) - miss / len(subsets)) < 1e-12, (r, k)
+    got = {(t["width"], t["k"]): t for t in longrow.rank_rows([65536, 262144], [512, 2048])}
+    assert (got[262144, 2048]["rank"], got[262144, 2048]["aims_at"]) == (64, 4096)
+    assert got[65536, 2048]["rank"] == plans.longrow_rank(65536, 2048, plans.longrow(1, 65536, 2048, {"sm_count": 1}))
+    assert all(float(t["one_miss_in"]) > 3.5e6 for t in got.values())
+
+
+def test_recorded_threshold_rank():
+    """The committed A/B at ee46a1f (H100): the threshold at the margin rank against the aim at 2k takes 640 x 64K at
+    k = 2048 and 640 x 256K at k = 512 (fewer words aimed at) under 0.98x the time, no 640-row point over 1.01x, the
+    256K k = 2048 points (the same rank) within 1 %; ids right."""
+    rec = records.load_records("longrow/ab/ab_v3_rank", gpu="h100")[0]
+    rows = longrow.probe_rows(rec, {"old": "old", "new": "new"})
+    assert len(rows) == 32 and all("!" not in v for r in rows for v in r.values() if isinstance(v, str))
+    at = {(r["rows"], r["width"], r["k"]): float(r["new"]) / float(r["old"]) for r in rows}
+    assert at[640, 65536, 2048] < 0.95 and at[640, 262144, 512] < 0.98
+    assert all(x <= 1.01 for (n, _, _), x in at.items() if n == 640)
+    assert all(abs(x - 1) < 0.01 for (n, w, k), x in at.items() if (w, k) == (262144, 2048) and n >= 8)
+
+
+def test_recorded_bucket_pairs():
+    """The committed A/B at 0c5657f (H100): the finish ranking a small bucket in pairs takes every 4- and 8-row call
+    under 0.99x the time of the counting steps, no 640-row call (normal values and the laws) over 1.03x; ids
+    right."""
+    rec = records.load_records("longrow/ab/ab_v3_pairs_rank", gpu="h100")[0]
+    laws = records.load_records("longrow/ab/ab_v3_pairs_rank_laws", gpu="h100")[0]
+    rows = longrow.probe_rows(rec, {"old": "old", "new": "new"})
+    law_rows = longrow.probe_rows(laws, {"old": "old", "new": "new"})
+    assert len(rows) == 40 and len(law_rows) == 42
+    assert all("!" not in v for r in rows + law_rows for v in r.values() if isinstance(v, str))
+    assert all(float(r["new"]) < 0.99 * float(r["old"]) for r in rows if r["rows"] in (4, 8))
+    assert all(float(r["new"]) <= 1.03 * float(r["old"]) for r in rows + law_rows if r["rows"] == 640)
