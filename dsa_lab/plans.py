@@ -39,7 +39,8 @@ dependent launch            the select launched as a programmatic dependent of t
 Glossary (one name per concept, in Python and in the kernels' constexprs): **block size** ``block_size`` /
 ``BS`` (``BSP``: the next power of two); **k bucket** ``k_bucket(k)`` / ``KP``; **flag zeroing**
 :class:`FlagZeroing` / ``ZERO_FLAGS``; **dependent launch** ``pdl`` / ``PDL`` (a kernel waits for the launch it
-depends on, or lets its dependent start); **block scores** as a select's source ``BLOCK_SCORES``.
+depends on, or lets its dependent start); **block scores** as a select's source ``BLOCK_SCORES``; **an AMD target**
+``hip`` / ``HIP``.
 """
 from __future__ import annotations
 
@@ -252,6 +253,8 @@ class Longrow:
     fin_warps: int = 16
     NB: int = LONGROW_NB
     warp_size: int = 32
+    hip: bool = False  # an AMD target (gfx): the finish waits for its stores before the barrier after which it reads
+    # them back (Triton's barrier there is a bare s_barrier)
     algo = "longrow"
 
     @property
@@ -294,7 +297,8 @@ def longrow(rows: int, n: int, k: int, facts: dict, *, block_size: int = 1, prog
     fin = 16 if int(facts.get("warp_size", 32)) == 32 else 8  # 512 lanes either way (1024 spill on AMD targets)
     regs = 72 if str(facts.get("arch") or "").startswith("sm_") else 0  # 7 programs an SM, not 4 (no spill)
     return Longrow(P=int(P), CAP=4 * LONGROW_MAX_KP, CAP_EQ=2 * kb, block_size=int(block_size), fin_warps=fin,
-                   stream_regs=regs, warp_size=int(facts.get("warp_size", 32)))
+                   stream_regs=regs, warp_size=int(facts.get("warp_size", 32)),
+                   hip=str(facts.get("arch") or "").startswith("gfx"))
 
 
 def _group(KP: int) -> int:

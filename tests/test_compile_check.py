@@ -285,3 +285,29 @@ def test_compare_recompiles_a_differing_variant(monkeypatch, tmp_path):
         streams["again"] = again
         same, lines = cmp.compare_target("gfx950", tmp_path / "ref_tree", tmp_path, {"jobs": 1})
         assert not same and lines[0].endswith("1 differing") and says in lines[-1], lines
+
+
+def test_gfx942_longrow_finish_waits_for_its_stores_before_the_barrier(tmp_path):
+    """The long-row finish stores the k-th word's bucket to memory, and after a barrier every thread reads it back.
+    On AMD a barrier does not wait for a wave's stores, so the finish waits for them first (`HIP`): in the gfx942
+    code the last store before the bucket's barrier is followed by `s_waitcnt vmcnt(0)` ahead of `s_barrier`. The
+    CUDA plan has no such wait (there the barrier orders the block's memory)."""
+    from dsa_lab import plans
+    from dsa_lab.kernels import longrow
+
+    assert plans.longrow(1, 262144, 2048, {"sm_count": 256, "arch": "gfx942", "warp_size": 64}).hip
+    assert not plans.longrow(1, 262144, 2048, {"sm_count": 132, "arch": "sm_90"}).hip
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    p = subprocess.run([sys.executable, "-m", "dsa_lab.cli", "compile-check", "--target", "gfx942", "--only",
+                        "_longrow_finish", "--limit", "1", "--dump-asm", str(tmp_path)], env=env, capture_output=True,
+                       text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-2000:]
+    src = Path(longrow.__file__).read_text().splitlines()
+    line = next(i + 1 for i, s in enumerate(src) if "# the bucket's words stored before any thread loads them" in s)
+    asm = (tmp_path / "0000.amdgcn").read_text().splitlines()
+    at = next(i for i, s in enumerate(asm) if re.search(rf"longrow\.py:{line}:", s))
+    before = [s.strip() for s in asm[:at] if not s.strip().startswith((".loc", ".L", ";"))]
+    last_store = max(i for i, s in enumerate(before) if "store_dword" in s)
+    assert any(s == "s_waitcnt vmcnt(0)" for s in before[last_store:]), before[last_store:]
+    after = [s.strip() for s in asm[at:at + 40]]
+    assert "s_barrier" in after, after

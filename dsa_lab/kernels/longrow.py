@@ -323,12 +323,13 @@ def _tie_scan(src_ptr, row_off, out_ptr, obase, T, need, seen, t0, end, L, start
 def _longrow_finish_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, out_ptr, gtw_ptr, gtc_ptr, eqc_ptr,
                            sync_ptr, hist_ptr, n, width, k, rr, CAP, CAP_EQ, has_len, has_start,
                            BLOCK_SCORES: tl.constexpr, FT: tl.constexpr, FT_EQ: tl.constexpr, FB: tl.constexpr,
-                           NB: tl.constexpr, STILE: tl.constexpr, KT: tl.constexpr, PDL: tl.constexpr):
+                           NB: tl.constexpr, STILE: tl.constexpr, KT: tl.constexpr, PDL: tl.constexpr,
+                           HIP: tl.constexpr):
     """Grid ``(rows,)``: row ``r``'s ids to ``out[r, :k]`` (every slot) from the stream launch's candidates
     (``CAP <= FT`` and ``CAP_EQ <= FT_EQ``: a register tile holds either buffer); ``sync[r, 1:3]`` and
     ``hist[r]`` back to zero.  Where the top ``k`` lie above ``T``, the row's buffer of equal columns (then not
     needed) holds the k-th word's bucket, ``FB`` words and their columns (``2 * FB <= CAP_EQ``).  ``PDL``: a
-    programmatic dependent of the stream launch."""
+    programmatic dependent of the stream launch.  ``HIP``: an AMD target."""
     row = tl.program_id(0)
     L, start, nlive, newest = _extent(row, len_ptr, start_ptr, n, width, rr, has_len, has_start, BLOCK_SCORES)
     if PDL:
@@ -368,6 +369,8 @@ def _longrow_finish_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, out
                 tl.store(out_ptr + obase + (pk & 0xFFFF) - 1, c, mask=above)
                 tl.store(eqc_ptr + ebase + (pk >> 16) - 1, h, mask=inb)
                 tl.store(eqc_ptr + ebase + FB + (pk >> 16) - 1, c, mask=inb)
+                if HIP:  # Triton's AMD barrier is a bare s_barrier: the wave's stores waited for first
+                    tl.inline_asm_elementwise("s_waitcnt vmcnt(0)", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
                 tl.debug_barrier()  # the bucket's words stored before any thread loads them
                 j = tl.arange(0, FB)
                 on_b = j < hb
