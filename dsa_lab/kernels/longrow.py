@@ -74,29 +74,13 @@ def _extent(row, len_ptr, start_ptr, n, width, rr, has_len, has_start, BLOCK_SCO
 
 
 @triton.jit
-def _span_combine(lo_a, hi_a, n_a, lo_b, hi_b, n_b):
-    return tl.minimum(lo_a, lo_b), tl.maximum(hi_a, hi_b), n_a + n_b
-
-
-@triton.jit
-def _span(h):
-    """``(lo, hi, n)`` of the words ``h`` (1-d) in one reduction: the smallest above ``NEG_HI`` (``INT_MAX`` without
-    one), the largest, and how many lie above ``NEG_HI``."""
-    return tl.reduce((tl.where(h > NEG_HI, h, INT_MAX), h, (h > NEG_HI).to(tl.int32)), 0, _span_combine)
-
-
-@triton.jit
-def _sum_max(s_a, m_a, s_b, m_b):
-    return s_a + s_b, tl.maximum(m_a, m_b)
-
-
-@triton.jit
-def _rank_word(h, n, r, lo, hi):
+def _rank_word(h, n, r):
     """The ``r``-th largest of the ``n`` words ``h`` above ``NEG_HI`` (the others ``NEG_HI``), or ``NEG_HI`` when
-    ``n < r``; ``r >= 1``; ``lo`` and ``hi`` the smallest of those words and the largest (:func:`_span`)."""
+    ``n < r``; ``r >= 1``."""
+    lo = tl.min(tl.where(h > NEG_HI, h, INT_MAX))
     T = tl.where(n == r, lo, NEG_HI)
     if n > r:
-        T, base, f = _kth(h, n, r, lo.to(tl.int64), hi.to(tl.int64) + 1)
+        T, base, f = _kth(h, n, r, lo.to(tl.int64), tl.max(h).to(tl.int64) + 1)
         if f != 0:  # `base` words at or above T, T's ties the last: the r-th is T unless all of them are dropped
             if base - r >= tl.sum((h == T).to(tl.int32)):
                 T = tl.min(tl.where(h > T, h, INT_MAX))
@@ -107,8 +91,7 @@ def _rank_word(h, n, r, lo, hi):
 def _smallest(cols, on, n, r):
     """Mask of the ``r`` smallest of the ``n`` distinct columns ``cols`` where ``on`` (``0 < r < n``)."""
     ck = tl.where(on, INT_MAX - cols, NEG_HI)  # larger for smaller columns; NEG_HI below every one of them
-    lo, hi, _ = _span(ck)
-    return on & (ck >= _rank_word(ck, n, r, lo, hi))
+    return on & (ck >= _rank_word(ck, n, r))
 
 
 @triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "CAP", "CAP_EQ", "RZ", "RB", "has_len",
@@ -145,24 +128,19 @@ def _longrow_sample_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, n, 
         top = tl.maximum((CAP // 2).to(tl.int64) * SAMPLE // L, ((2 * k * SAMPLE).to(tl.int64) + L - 1) // L)
         r = tl.minimum(tl.maximum(tl.minimum(r.to(tl.int64), top), 1), SAMPLE).to(tl.int32)
     h = _words(src_ptr, row_off, cols, L, start, nlive, newest, BLOCK_SCORES)
-    # (three reductions, not _span's one: that holds more registers, and fewer of these programs share an SM)
-    lo = tl.min(tl.where(h > NEG_HI, h, INT_MAX))
-    hmax = tl.max(h)
-    T = _rank_word(h, tl.sum((h > NEG_HI).to(tl.int32)), r, lo, hmax)
+    T = _rank_word(h, tl.sum((h > NEG_HI).to(tl.int32)), r)
     # the sample's counts scaled to the row (x nw / SAMPLE; a row sampled whole: its counts); a tie the sample sees
     # at least twice, the columns a scan would read for the ties needed past the words above it: need x L / ties
     nw = tl.maximum(L, SAMPLE).to(tl.int64)
-    both, below = tl.reduce((tl.sum((h > T).to(tl.int32) + ((h == T).to(tl.int32) << 16), axis=1),
-                             tl.max(tl.where(h < T, h, NEG_HI), axis=1)), 0, _sum_max)  # (at most NCH * CH words
-    # above T and tied with it, packed in one sum)
-    gt = (both & 0xFFFF).to(tl.int64)
-    ties = (both >> 16).to(tl.int64)
+    ties = tl.sum((h == T).to(tl.int32)).to(tl.int64)
+    gt = tl.sum((h > T).to(tl.int32)).to(tl.int64)
+    below = tl.max(tl.where(h < T, h, NEG_HI))
     wide = (ties > 1) & (2 * ties * nw > CAP_EQ * SAMPLE)
     far = (k * SAMPLE - gt * nw) * L > 16 * STILE * ties * nw
     if (T > NEG_HI) & (below > NEG_HI) & wide & far & (4 * (gt + ties) * nw <= 3 * CAP * SAMPLE):
         T = below
     # the bucket shift: the sample's words above T over the lower half of NB buckets (room above for the row's)
-    d = hmax.to(tl.int64) - T
+    d = tl.max(h).to(tl.int64) - T
     sh = tl.zeros([], tl.int32)
     while (d >> sh) >= NB // 2:
         sh += 1
@@ -405,8 +383,7 @@ def _longrow_finish_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, out
                 tl.store(out_ptr + obase + (k - rem) + rk, cb, mask=on_b & (rk < rem))
             elif rem < hb:
                 hb_w = tl.where(inb, h, NEG_HI)
-                lo_b, hi_b, _ = _span(hb_w)
-                Tk = _rank_word(hb_w, hb, rem, lo_b, hi_b)
+                Tk = _rank_word(hb_w, hb, rem)
                 above = above | (hb_w > Tk)
                 tie = hb_w == Tk
                 nt = tl.sum(tie.to(tl.int32))
