@@ -295,10 +295,10 @@ def longrow(rows: int, n: int, k: int, facts: dict, *, block_size: int = 1, prog
     P = programs or max(1, min(-(-n // LONGROW_TILE), -(-LONGROW_PROGRAMS * int(facts["sm_count"]) // max(rows, 1))))
     kb = 512 if k <= 512 else LONGROW_MAX_KP
     fin = 16 if int(facts.get("warp_size", 32)) == 32 else 8  # 512 lanes either way (1024 spill on AMD targets)
-    regs = 72 if str(facts.get("arch") or "").startswith("sm_") else 0  # 7 programs an SM, not 4 (no spill)
+    arch = str(facts.get("arch") or "")
+    regs = 72 if arch.startswith("sm_") else 0  # 7 programs an SM, not 4 (no spill)
     return Longrow(P=int(P), CAP=4 * LONGROW_MAX_KP, CAP_EQ=2 * kb, block_size=int(block_size), fin_warps=fin,
-                   stream_regs=regs, warp_size=int(facts.get("warp_size", 32)),
-                   hip=str(facts.get("arch") or "").startswith("gfx"))
+                   stream_regs=regs, warp_size=int(facts.get("warp_size", 32)), hip=arch.startswith("gfx"))
 
 
 def _group(KP: int) -> int:

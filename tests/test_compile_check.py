@@ -297,11 +297,7 @@ def test_gfx942_longrow_finish_waits_for_its_stores_before_the_barrier(tmp_path)
 
     assert plans.longrow(1, 262144, 2048, {"sm_count": 256, "arch": "gfx942", "warp_size": 64}).hip
     assert not plans.longrow(1, 262144, 2048, {"sm_count": 132, "arch": "sm_90"}).hip
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    p = subprocess.run([sys.executable, "-m", "dsa_lab.cli", "compile-check", "--target", "gfx942", "--only",
-                        "_longrow_finish", "--limit", "1", "--dump-asm", str(tmp_path)], env=env, capture_output=True,
-                       text=True, timeout=900)
-    assert p.returncode == 0, p.stderr[-2000:]
+    compile_check(tmp_path, "gfx942", "--only", "_longrow_finish", "--limit", "1", "--dump-asm", str(tmp_path))
     src = Path(longrow.__file__).read_text().splitlines()
     line = next(i + 1 for i, s in enumerate(src) if "# the bucket's words stored before any thread loads them" in s)
     asm = (tmp_path / "0000.amdgcn").read_text().splitlines()

@@ -27,8 +27,8 @@ def miss_probability(L: int, k: int, r: int, s: int = 4096) -> float:
 def rank_rows(widths, ks, plan: plans.Longrow | None = None) -> list[dict]:
     """Per (width, k): the sample rank of the long-row threshold (:func:`dsa_lab.plans.longrow_rank`), the words
     it aims at above it (rank x width / sample) and, on rows of independent values, the odds against a miss (one row
-    in ``1 / miss_probability``)."""
-    plan = plan or plans.Longrow(P=1, CAP=4 * plans.LONGROW_MAX_KP, CAP_EQ=2 * plans.LONGROW_MAX_KP)
+    in ``1 / miss_probability``); ``plan``: the rules' own by default."""
+    plan = plan or plans.longrow(1, max(widths), plans.LONGROW_MAX_KP, {"sm_count": 1})
     s = plan.NCH * plan.CH
     out = []
     for w in widths:
