@@ -52,7 +52,7 @@ import struct
 __all__ = [
     "FlagZeroing", "Hier", "Radix", "Bisect", "Longrow", "CandidateBlocks", "Producer",
     "np2", "k_bucket", "select_algo", "radix_programs", "hier", "hier_fits", "main_chain_min", "fusable", "longrow",
-    "longrow_rank", "longrow_window", "select",
+    "longrow_rank", "select",
     "candidate_blocks", "scores_programs", "scores_tile", "scores_tiles", "mask_programs", "producer",
     "producer_config",
 ]
@@ -247,7 +247,6 @@ class Longrow:
     CH: int = 8
     RZ: float = 5.0  # the threshold's margin in the sample: standard deviations of the k-th word's rank ...
     RB: float = 4.0  # ... and words (fewer than k above it about once in 3.6 million rows of independent values)
-    RW: float = 0.5  # the search may stop on a word up to RW deviations above that rank (fewer rounds)
     num_warps: int = 8  # the sample's
     stream_warps: int = 4
     stream_regs: int = 0  # the stream's register cap (CUDA; 0: none): more of its programs share an SM
@@ -279,14 +278,6 @@ def longrow_rank(L: int, k: int, plan: Longrow) -> int:
     r = math.ceil(rf)
     top = max((plan.CAP // 2) * s // L, -(-2 * k * s // L))
     return max(1, min(r, top, s))
-
-
-def longrow_window(L: int, k: int, plan: Longrow) -> int:
-    """How many words above :func:`longrow_rank` the threshold may lie on a row of ``L > NCH * CH`` live columns:
-    ``RW * sqrt(m)`` truncated (float32, as the sample kernel computes it).  The threshold is a sampled word with
-    from ``longrow_rank`` to that many more sampled words at or above it (rows sampled whole: exactly the k-th)."""
-    m = _f32(_f32(float(k * plan.NCH * plan.CH)) / _f32(float(L)))
-    return int(_f32(_f32(plan.RW) * _f32(math.sqrt(m))))
 
 
 def longrow(rows: int, n: int, k: int, facts: dict, *, block_size: int = 1, programs: int | None = None) -> Longrow:

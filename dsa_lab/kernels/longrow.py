@@ -6,9 +6,8 @@ Three launches, each a programmatic dependent of the one before (sm_90+):
    spread over its live extent, or the whole row when it has at most ``NCH * CH`` columns) gives a threshold word
    ``T``: the sample's word of the rank where the row's k-th word is expected, plus a margin of ``RZ`` standard
    deviations of that rank and ``RB`` words (so that fewer than ``k`` lie above ``T`` about once in millions of
-   rows), at most the rank that aims at half the buffer (the whole row: exactly the k-th word), found by rounds
-   of four counts over the sample in registers (:func:`_kth4`: the first word met within ``RW`` deviations above
-   that rank serves); one sampled word lower where that
+   rows), at most the rank that aims at half the buffer (the whole row: exactly the k-th word), found by counting
+   steps over the sample in registers (:func:`dsa_lab.kernels.bisect._kth`); one sampled word lower where that
    word's tie would overflow the buffer of equal columns and its needed columns lie far into the row (the finish
    would scan for them), so that the tie comes with the candidates.
 2. :func:`_longrow_stream_kernel`, grid ``(rows, P)``: each program streams its share of the row once, a tile ahead
@@ -40,6 +39,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from .bisect import _kth
 from .common import NEG_HI, fill_tail, pick_digit, row_extent, tl_ordered_hi
 from .common import tl_cuda as _tl_cuda
 
@@ -74,77 +74,14 @@ def _extent(row, len_ptr, start_ptr, n, width, rr, has_len, has_start, BLOCK_SCO
 
 
 @triton.jit
-def _kth4(h, n, k, lo, hi, slack):
-    """``(T, base, f)`` as :func:`dsa_lab.kernels.bisect._kth` gives them (``h``: ``n < 65536`` words in
-    ``[lo, hi)``, the others below ``lo``; ``k < n``), from rounds that count four words at once (four 16-bit
-    counts in one int64 sum: one reduction a round): where the counts put ranks ``k + m``, ``k + m/4``, ``k - m/4`` and
-    ``k - m`` by linear interpolation (``m`` an eighth of the words between the bounds), else at the fifths of the
-    bracket (after a round that did not halve the words between the bounds).  ``slack > 0``: the search may stop
-    at a lower bound with at most ``k + slack`` words at or above it (``f = 1``, ``base`` that count): a word of
-    rank in ``[k, k + slack]``, not the k-th, where a threshold near rank ``k`` serves as well."""
-    tl.static_assert(h.numel < 65536)
-    c_lo = n
-    c_hi = tl.zeros([], tl.int32)
-    interp = tl.zeros([], tl.int32) + 1
-    T = lo.to(tl.int32)
-    f = (n - k <= slack).to(tl.int32)
-    go = (hi - lo > 1) & (f == 0)
-    while go:
-        top1 = k - c_hi == 1
-        if top1 | (c_lo - k == 1):  # one max ends it, as in _kth
-            inv = top1.to(tl.int32) - 1
-            lb = tl.where(top1, -2147483648, lo.to(tl.int32))
-            ub = tl.where(top1, (hi - 1).to(tl.int32), 2147483647)
-            T = tl.max(tl.where((h >= lb) & (h <= ub), h ^ inv, -2147483648)) ^ inv
-            f = (top1 == 0).to(tl.int32)
-            go = c_lo < 0  # (false)
-        else:
-            w0 = c_lo - c_hi
-            m = tl.maximum(w0 // 8, 1)
-            span = (hi - lo).to(tl.float32)
-            inv_w = 1.0 / w0.to(tl.float32)
-            f0 = tl.where(interp != 0, (c_lo - k - m).to(tl.float32) * inv_w, 0.2)
-            f1 = tl.where(interp != 0, (c_lo - k - m // 4).to(tl.float32) * inv_w, 0.4)
-            f2 = tl.where(interp != 0, (c_lo - k + m // 4).to(tl.float32) * inv_w, 0.6)
-            f3 = tl.where(interp != 0, (c_lo - k + m).to(tl.float32) * inv_w, 0.8)
-            # ascending words (the fractions ascend), strictly inside the bracket
-            p0 = tl.minimum(tl.maximum(lo + (span * f0).to(tl.int64), lo + 1), hi - 1)
-            p1 = tl.minimum(tl.maximum(lo + (span * f1).to(tl.int64), lo + 1), hi - 1)
-            p2 = tl.minimum(tl.maximum(lo + (span * f2).to(tl.int64), lo + 1), hi - 1)
-            p3 = tl.minimum(tl.maximum(lo + (span * f3).to(tl.int64), lo + 1), hi - 1)
-            one = tl.full([], 1, tl.int64)
-            cs = tl.sum(tl.where(h >= p0.to(tl.int32), one, 0) + tl.where(h >= p1.to(tl.int32), one << 16, 0)
-                        + tl.where(h >= p2.to(tl.int32), one << 32, 0) + tl.where(h >= p3.to(tl.int32), one << 48, 0))
-            c0 = (cs & 0xFFFF).to(tl.int32)
-            c1 = ((cs >> 16) & 0xFFFF).to(tl.int32)
-            c2 = ((cs >> 32) & 0xFFFF).to(tl.int32)
-            c3 = (cs >> 48).to(tl.int32)
-            # the counts descend: the last probe with at least k at or above it is the new lower bound, the first
-            # with fewer the new upper
-            lo_n = tl.where(c3 >= k, p3, tl.where(c2 >= k, p2, tl.where(c1 >= k, p1, tl.where(c0 >= k, p0, lo))))
-            cl_n = tl.where(c3 >= k, c3, tl.where(c2 >= k, c2, tl.where(c1 >= k, c1, tl.where(c0 >= k, c0, c_lo))))
-            hi = tl.where(c0 < k, p0, tl.where(c1 < k, p1, tl.where(c2 < k, p2, tl.where(c3 < k, p3, hi))))
-            c_hi = tl.where(c0 < k, c0, tl.where(c1 < k, c1, tl.where(c2 < k, c2, tl.where(c3 < k, c3, c_hi))))
-            lo = lo_n
-            c_lo = cl_n
-            interp = ((interp == 0) | (2 * (c_lo - c_hi) <= w0)).to(tl.int32)
-            f = (c_lo - k <= slack).to(tl.int32)
-            go = (hi - lo > 1) & (f == 0)
-            # ended: at lo (every word >= lo, f = 1, base = c_lo), or one value left (lo: c_hi above it)
-            T = lo.to(tl.int32)
-    return T, tl.where(f != 0, c_lo, c_hi), f
-
-
-@triton.jit
-def _rank_word(h, n, r, slack):
+def _rank_word(h, n, r):
     """The ``r``-th largest of the ``n`` words ``h`` above ``NEG_HI`` (the others ``NEG_HI``), or ``NEG_HI`` when
-    ``n < r``; ``r >= 1``.  ``slack > 0`` (``n > r`` only): a word of rank in ``[r, r + slack]`` instead (at least
-    ``r`` and at most ``r + slack`` words at or above it)."""
+    ``n < r``; ``r >= 1``."""
     lo = tl.min(tl.where(h > NEG_HI, h, INT_MAX))
     T = tl.where(n == r, lo, NEG_HI)
     if n > r:
-        T, base, f = _kth4(h, n, r, lo.to(tl.int64), tl.max(h).to(tl.int64) + 1, slack)
-        if f != 0:  # `base` words at or above T, T's ties the last: T unless all of them can be dropped
+        T, base, f = _kth(h, n, r, lo.to(tl.int64), tl.max(h).to(tl.int64) + 1)
+        if f != 0:  # `base` words at or above T, T's ties the last: the r-th is T unless all of them are dropped
             if base - r >= tl.sum((h == T).to(tl.int32)):
                 T = tl.min(tl.where(h > T, h, INT_MAX))
     return T
@@ -154,22 +91,20 @@ def _rank_word(h, n, r, slack):
 def _smallest(cols, on, n, r):
     """Mask of the ``r`` smallest of the ``n`` distinct columns ``cols`` where ``on`` (``0 < r < n``)."""
     ck = tl.where(on, INT_MAX - cols, NEG_HI)  # larger for smaller columns; NEG_HI below every one of them
-    return on & (ck >= _rank_word(ck, n, r, 0))
+    return on & (ck >= _rank_word(ck, n, r))
 
 
-@triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "CAP", "CAP_EQ", "RZ", "RB", "RW",
-                               "has_len", "has_start"])
+@triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "CAP", "CAP_EQ", "RZ", "RB", "has_len",
+                               "has_start"])
 def _longrow_sample_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, n, width, k, rr, CAP, CAP_EQ, RZ, RB,
-                           RW, has_len, has_start, BLOCK_SCORES: tl.constexpr, NCH: tl.constexpr, CH: tl.constexpr,
+                           has_len, has_start, BLOCK_SCORES: tl.constexpr, NCH: tl.constexpr, CH: tl.constexpr,
                            NB: tl.constexpr, STILE: tl.constexpr, PDL: tl.constexpr):
     """Grid ``(rows,)``: row ``r``'s threshold word to ``thr[r, 0]`` (the sample of ``NCH`` runs of ``CH`` columns)
     and to ``thr[r, 1]`` the shift that puts the sample's words above it in buckets ``(word - T) >> shift`` below
     ``NB / 2``.  A sampled row's threshold is the sample's word of rank ``m + RZ * sqrt(m) + RB`` (rounded up),
     ``m = k * NCH * CH / L`` the rank of the row's k-th word scaled to the sample (the rank's spread is about
     ``sqrt(m)`` words on rows of independent values), at most the rank that aims at half the buffer of ``CAP``
-    words (or at ``2k``, where that is more); any sampled word with from that rank to ``RW * sqrt(m)`` more words
-    at or above it serves (the search stops on the first it meets: a lower threshold only adds candidates).  A
-    threshold whose tie, scaled to the row, would fill more than
+    words (or at ``2k``, where that is more).  A threshold whose tie, scaled to the row, would fill more than
     half the buffer of ``CAP_EQ`` equal columns, and whose needed ties the finish would find only by a scan of more
     than four of its wide steps (``4 * STILE`` columns each), moves down to the sample's next word where the words
     at or above it fit in three quarters of ``CAP``: the tie is then held with the candidates."""
@@ -184,7 +119,6 @@ def _longrow_sample_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, n, 
     if L <= SAMPLE:  # the whole row: the k-th word itself
         cols = i * CH + j
         r = k
-        slack = tl.zeros([], tl.int32)
     else:  # runs spread over the row; the k-th word's rank in the sample, and a margin above it
         cols = ((i.to(tl.int64) * (L - CH)) // (NCH - 1) + j).to(tl.int32)
         m = (k * SAMPLE).to(tl.float32) / L.to(tl.float32)
@@ -193,9 +127,8 @@ def _longrow_sample_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, n, 
         r += (r.to(tl.float32) < rf).to(tl.int32)
         top = tl.maximum((CAP // 2).to(tl.int64) * SAMPLE // L, ((2 * k * SAMPLE).to(tl.int64) + L - 1) // L)
         r = tl.minimum(tl.maximum(tl.minimum(r.to(tl.int64), top), 1), SAMPLE).to(tl.int32)
-        slack = (RW * tl.sqrt(m)).to(tl.int32)
     h = _words(src_ptr, row_off, cols, L, start, nlive, newest, BLOCK_SCORES)
-    T = _rank_word(h, tl.sum((h > NEG_HI).to(tl.int32)), r, slack)
+    T = _rank_word(h, tl.sum((h > NEG_HI).to(tl.int32)), r)
     # the sample's counts scaled to the row (x nw / SAMPLE; a row sampled whole: its counts); a tie the sample sees
     # at least twice, the columns a scan would read for the ties needed past the words above it: need x L / ties
     nw = tl.maximum(L, SAMPLE).to(tl.int64)
@@ -450,7 +383,7 @@ def _longrow_finish_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, out
                 tl.store(out_ptr + obase + (k - rem) + rk, cb, mask=on_b & (rk < rem))
             elif rem < hb:
                 hb_w = tl.where(inb, h, NEG_HI)
-                Tk = _rank_word(hb_w, hb, rem, 0)
+                Tk = _rank_word(hb_w, hb, rem)
                 above = above | (hb_w > Tk)
                 tie = hb_w == Tk
                 nt = tl.sum(tie.to(tl.int32))

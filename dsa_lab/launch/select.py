@@ -116,7 +116,7 @@ def longrow(src, len_t, start_t, out, n, width, k, rr, plan: plans.Longrow, *, b
     # the sample launch is a full dependent of the work before it (no ``launch_pdl``): the stream reads its first
     # tile before its wait on the sample
     run(_longrow._longrow_sample_kernel, (rows,), src, src.stride(0), *bounds, thr, *shape, plan.CAP, plan.CAP_EQ,
-        float(plan.RZ), float(plan.RB), float(plan.RW), *has, **bs, NCH=plan.NCH, CH=plan.CH, STILE=plan.STILE, PDL=pdl,
+        float(plan.RZ), float(plan.RB), *has, **bs, NCH=plan.NCH, CH=plan.CH, STILE=plan.STILE, PDL=pdl,
         num_warps=plan.num_warps)
     # the block-score form holds a row's start and newest column as well: 16 more registers, or it spills
     cap = {"maxnreg": plan.stream_regs + 16 * bool(block_scores)} if plan.stream_regs else {}
