@@ -616,6 +616,36 @@ if pairs[0] and pairs_laws[0]:
 # few counting steps do, so a draw whose search was short gains nothing. The sample's search is the larger of the
 # two and is not changed.
 #
+# **Claim.** The sample's search could take fewer rounds. Each of its steps counts the words at or above one probe
+# word and waits for a reduction across the program's eight warps. Counting four probe words a round (four 16-bit
+# counts in one 64-bit sum) takes about half as many rounds on normal values, and letting the search stop on any
+# word up to half a standard deviation of the rank above it (a slightly lower threshold, a few more candidates)
+# saves one more. The finish's search took the same rounds. Before and after in one process on an H100
+# (`a21b046` against `1533c4b`; `no_window`: the rounds without the early stop):
+
+# %%
+search4 = records.load_records("longrow/ab/ab_v3_search4", gpu="h100")
+probes4 = records.load_records("longrow/ab/ab_v3_search_probes", gpu="h100")
+print(records.record_status(search4))
+print(records.record_status(probes4))
+if search4[0] and probes4[0]:
+    print(tables.format_table(longrow.probe_rows(
+        search4[0], {"torch": "torch_us", "old": "one_count", "new": "four_counts", "new:RW=0": "no_window"},
+        where={"k": 2048})))
+    print()
+    print(tables.format_table(longrow.probe_rows(
+        probes4[0], {"old": "one_count", "pkg_fin": "finish_four", "pkg_s2": "sample_two"}, where={"k": 2048})))
+
+# %% [markdown]
+# **What it means.** Four counts a round are slower at 38 of 40 points, by up to 8 % (64 x 256K from 75.7 to
+# 79.8 µs). The profiles show the sample launch taking up to 1.5 µs longer at one row and 3.5-8 µs longer at 640
+# rows. Four compares, 64-bit adds and a 64-bit reduction a round cost more than the steps they save. The early
+# stop alone changes nothing (median 0.998x). Two probes of the idea fare no better. With the finish alone on four
+# counts (`finish_four`) nothing moves. With the sample on two counts packed in one 32-bit sum (`sample_two`) some
+# shapes gain and others lose by as much (1 x 256K 19.4 to 17.6 µs, 1 x 64K 16.8 to 18.0). All three were reverted
+# (changelog "long-row rank search in rounds of four counts"). A one-row call stays bound by its three launches and
+# by a reduction's latency per step, not by the number of words it counts.
+#
 # The sample's size matters too. It was 8192 words (1024 runs of 8 columns); 4096 words cost less at every point,
 # and 2048 words lose where the threshold misses. The same calls under three sample sizes, one process (a probe of
 # plan variants on the kernels of 8fd5dca; `!` marks ids that differ from `torch.topk`'s, none here):
