@@ -364,12 +364,12 @@ def _longrow_finish_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, out
     bins = tl.arange(0, NB)
     hrow = hist_ptr + row.to(tl.int64) * NB
     hist = tl.load(hrow + bins)
+    T = tl.load(thr_ptr + 2 * row)  # (with the counts: one round trip)
+    sh = tl.load(thr_ptr + 2 * row + 1)
     tl.debug_barrier()  # every thread has its counts before one of them resets them
     tl.store(srow + 1, 0)
     tl.store(srow + 2, 0)
     tl.store(hrow + bins, tl.zeros([NB], tl.int32))
-    T = tl.load(thr_ptr + 2 * row)
-    sh = tl.load(thr_ptr + 2 * row + 1)
     row_off = row.to(tl.int64) * src_stride
     obase = row.to(tl.int64) * k
     gbase = row.to(tl.int64) * CAP
@@ -381,8 +381,8 @@ def _longrow_finish_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, out
         on = i < gt
         c = tl.load(gtc_ptr + gbase + i, mask=on, other=0)
         if gt > k:  # the top k of the words above T: the bucket of the k-th, then the k-th among its words
+            h = tl.load(gtw_ptr + gbase + i, mask=on, other=NEG_HI)  # (in flight while the bucket is found)
             b, hb, rem = pick_digit(hist, k, bins)
-            h = tl.load(gtw_ptr + gbase + i, mask=on, other=NEG_HI)
             bk = tl.where(on, _bucket(h, T, sh, NB), -1)
             above = bk > b
             inb = bk == b
