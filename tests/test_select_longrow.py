@@ -242,7 +242,7 @@ def test_longrow_wide_tie_steps(fresh_seed):
     """A wide tie's scan in column order, a first step then steps four times as wide: needed ties far apart (row 0:
     10 words above a value that every sampled column and 60 more spread over the row hold), close together (row 1:
     four values), and a row read only in part (row 2: two values, so that the sample of its live columns holds the
-    top one at least at the threshold's rank but about once in 10^7 runs; with four, one run in about 20 put the
+    top one at least at the threshold's rank but less than once in 10^7 runs; with four, one run in about 20 put the
     threshold a value lower, above more words than the buffer holds, and took the exact fallback)."""
     gen = torch.Generator().manual_seed(fresh_seed)
     n, k = 1500, 40
