@@ -262,6 +262,12 @@ class Longrow:
         """The stream's threads: a tile is ``[TILE // lanes, lanes]``, a column of it per thread."""
         return min(self.TILE, self.warp_size * self.stream_warps)
 
+    @property
+    def FL(self) -> int:
+        """The finish's tiles' columns (a column per thread, the finish's threads at most): its compactions scan
+        across the threads once, not once a row of the tile."""
+        return min(self.FT, self.FT_EQ, self.warp_size * self.fin_warps)
+
 
 def _f32(x: float) -> float:
     return struct.unpack("f", struct.pack("f", x))[0]
