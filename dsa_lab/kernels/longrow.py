@@ -88,6 +88,29 @@ def _rank_word(h, n, r):
 
 
 @triton.jit
+def _tile(N: tl.constexpr, FL: tl.constexpr):
+    """Indices ``0 .. N - 1`` as an ``[N // FL, FL]`` tile: in the layout Triton gives its loads, a column of it per
+    thread (``FL`` the program's threads)."""
+    return tl.arange(0, N // FL)[:, None] * FL + tl.arange(0, FL)[None, :]
+
+
+@triton.jit
+def _slots(x):
+    """Inclusive prefix sums of an :func:`_tile` tile in thread order (a thread's column, then the next thread's):
+    one scan over the threads' totals, the rest in registers.  A compaction's slots in any order will do, and a
+    scan over the tile in index order takes a scan across the threads for each of its rows."""
+    per = tl.sum(x, axis=0)
+    return (tl.cumsum(per, 0) - per)[None, :] + tl.cumsum(x, 0)
+
+
+@triton.jit
+def _scatter(ptr, slot, x, m, N: tl.constexpr):
+    """``ptr[slot] = x`` where ``m``, for :func:`_tile` tiles of ``N`` words: stored flat, so that each thread
+    stores its own words (a 2-D scatter may be given another layout, through shared memory)."""
+    tl.store(ptr + tl.reshape(slot, [N]), tl.reshape(x, [N]), mask=tl.reshape(m, [N]))
+
+
+@triton.jit
 def _smallest(cols, on, n, r):
     """Mask of the ``r`` smallest of the ``n`` distinct columns ``cols`` where ``on`` (``0 < r < n``)."""
     ck = tl.where(on, INT_MAX - cols, NEG_HI)  # larger for smaller columns; NEG_HI below every one of them
@@ -322,11 +345,12 @@ def _tie_scan(src_ptr, row_off, out_ptr, obase, T, need, seen, t0, end, L, start
 @triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "CAP", "CAP_EQ", "has_len", "has_start"])
 def _longrow_finish_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, out_ptr, gtw_ptr, gtc_ptr, eqc_ptr,
                            sync_ptr, hist_ptr, n, width, k, rr, CAP, CAP_EQ, has_len, has_start,
-                           BLOCK_SCORES: tl.constexpr, FT: tl.constexpr, FT_EQ: tl.constexpr, FB: tl.constexpr,
-                           NB: tl.constexpr, STILE: tl.constexpr, KT: tl.constexpr, PDL: tl.constexpr,
-                           HIP: tl.constexpr):
+                           BLOCK_SCORES: tl.constexpr, FT: tl.constexpr, FT_EQ: tl.constexpr, FL: tl.constexpr,
+                           FB: tl.constexpr, NB: tl.constexpr, STILE: tl.constexpr, KT: tl.constexpr,
+                           PDL: tl.constexpr, HIP: tl.constexpr):
     """Grid ``(rows,)``: row ``r``'s ids to ``out[r, :k]`` (every slot) from the stream launch's candidates
-    (``CAP <= FT`` and ``CAP_EQ <= FT_EQ``: a register tile holds either buffer); ``sync[r, 1:3]`` and
+    (``CAP <= FT`` and ``CAP_EQ <= FT_EQ``: a register tile holds either buffer, as :func:`_tile` of ``FL``
+    columns, ``FL`` dividing both); ``sync[r, 1:3]`` and
     ``hist[r]`` back to zero.  Where the top ``k`` lie above ``T``, the row's buffer of equal columns (then not
     needed) holds the k-th word's bucket, ``FB`` words and their columns (``2 * FB <= CAP_EQ``).  ``PDL``: a
     programmatic dependent of the stream launch.  ``HIP``: an AMD target."""
@@ -340,12 +364,12 @@ def _longrow_finish_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, out
     bins = tl.arange(0, NB)
     hrow = hist_ptr + row.to(tl.int64) * NB
     hist = tl.load(hrow + bins)
+    T = tl.load(thr_ptr + 2 * row)  # (with the counts: one round trip)
+    sh = tl.load(thr_ptr + 2 * row + 1)
     tl.debug_barrier()  # every thread has its counts before one of them resets them
     tl.store(srow + 1, 0)
     tl.store(srow + 2, 0)
     tl.store(hrow + bins, tl.zeros([NB], tl.int32))
-    T = tl.load(thr_ptr + 2 * row)
-    sh = tl.load(thr_ptr + 2 * row + 1)
     row_off = row.to(tl.int64) * src_stride
     obase = row.to(tl.int64) * k
     gbase = row.to(tl.int64) * CAP
@@ -353,22 +377,22 @@ def _longrow_finish_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, out
     if (gt > CAP) | ((T > NEG_HI) & (gt + eq < k)):  # the sample missed: the row exactly, read again
         _exact_row(src_ptr, row_off, out_ptr, obase, L, start, nlive, newest, k, STILE, KT, BLOCK_SCORES)
     else:
-        i = tl.arange(0, FT)
+        i = _tile(FT, FL)
         on = i < gt
         c = tl.load(gtc_ptr + gbase + i, mask=on, other=0)
         if gt > k:  # the top k of the words above T: the bucket of the k-th, then the k-th among its words
+            h = tl.load(gtw_ptr + gbase + i, mask=on, other=NEG_HI)  # (in flight while the bucket is found)
             b, hb, rem = pick_digit(hist, k, bins)
-            h = tl.load(gtw_ptr + gbase + i, mask=on, other=NEG_HI)
             bk = tl.where(on, _bucket(h, T, sh, NB), -1)
             above = bk > b
             inb = bk == b
             take = above | inb
             if (rem < hb) & (hb <= FB):  # a few words in the bucket: ranked in pairs, through the free tie buffer
                 # (every word above the bucket is taken: k - rem of them, at their positions among them)
-                pk = tl.cumsum(above.to(tl.int32) + (inb.to(tl.int32) << 16), 0)
-                tl.store(out_ptr + obase + (pk & 0xFFFF) - 1, c, mask=above)
-                tl.store(eqc_ptr + ebase + (pk >> 16) - 1, h, mask=inb)
-                tl.store(eqc_ptr + ebase + FB + (pk >> 16) - 1, c, mask=inb)
+                pk = _slots(above.to(tl.int32) + (inb.to(tl.int32) << 16))
+                _scatter(out_ptr + obase - 1, pk & 0xFFFF, c, above, FT)
+                _scatter(eqc_ptr + ebase - 1, pk >> 16, h, inb, FT)
+                _scatter(eqc_ptr + ebase + FB - 1, pk >> 16, c, inb, FT)
                 if HIP:  # Triton's AMD barrier is a bare s_barrier: the wave's stores waited for first
                     tl.inline_asm_elementwise("s_waitcnt vmcnt(0)", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
                 tl.debug_barrier()  # the bucket's words stored before any thread loads them
@@ -392,20 +416,20 @@ def _longrow_finish_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, out
                 if need < nt:  # ties at the k-th word: the smaller columns
                     take = above | _smallest(c, tie, nt, need)
             if (rem == hb) | (hb > FB):
-                tl.store(out_ptr + obase + tl.cumsum(take.to(tl.int32), 0) - 1, c, mask=take)
+                _scatter(out_ptr + obase - 1, _slots(take.to(tl.int32)), c, take, FT)
         else:  # all of them, then the first columns equal to T
             tl.store(out_ptr + obase + i, c, mask=on)
             written = gt
             need = k - gt
             if (need > 0) & (T > NEG_HI):
                 if eq <= CAP_EQ:
-                    j = tl.arange(0, FT_EQ)
+                    j = _tile(FT_EQ, FL)
                     on_e = j < eq
                     ce = tl.load(eqc_ptr + ebase + j, mask=on_e, other=0)
                     take = on_e
                     if need < eq:
                         take = _smallest(ce, on_e, eq, need)
-                    tl.store(out_ptr + obase + written + tl.cumsum(take.to(tl.int32), 0) - 1, ce, mask=take)
+                    _scatter(out_ptr + obase + written - 1, _slots(take.to(tl.int32)), ce, take, FT_EQ)
                     written += tl.minimum(eq, need)
                 else:  # a wide tie: its first `need` columns, scanning the row until they are found -- a
                     # first step of STILE columns (a tie met early), then steps four times as wide where the rest
