@@ -306,13 +306,11 @@ def _longrow_stream_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, gtw
                         ok = on & (first + j < CAP)
                         tl.store(gtw_ptr + gbase + first + j, w, mask=ok)
                         tl.store(gtc_ptr + gbase + first + j, t0 + ij * LANES + lane0, mask=ok)
-                        tl.atomic_add(hrow + _bucket(w, T, sh, NB), 1, mask=on, sem="relaxed")
                 else:
                     pos = first[None, :] + tl.cumsum(g.to(tl.int32), 0) - 1
                     fits = g & (pos < CAP)
                     tl.store(gtw_ptr + gbase + pos, h, mask=fits)
                     tl.store(gtc_ptr + gbase + pos, cols, mask=fits)
-                    tl.atomic_add(hrow + _bucket(h, T, sh, NB), 1, mask=g, sem="relaxed")
             if ne > 0:
                 if eq_full == 0:
                     per = cnt >> 16
@@ -361,15 +359,11 @@ def _longrow_finish_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, out
     srow = sync_ptr + row.to(tl.int64) * 4
     gt = tl.load(srow + 1)
     eq = tl.load(srow + 2)
-    bins = tl.arange(0, NB)
-    hrow = hist_ptr + row.to(tl.int64) * NB
-    hist = tl.load(hrow + bins)
     T = tl.load(thr_ptr + 2 * row)  # (with the counts: one round trip)
     sh = tl.load(thr_ptr + 2 * row + 1)
     tl.debug_barrier()  # every thread has its counts before one of them resets them
     tl.store(srow + 1, 0)
     tl.store(srow + 2, 0)
-    tl.store(hrow + bins, tl.zeros([NB], tl.int32))
     row_off = row.to(tl.int64) * src_stride
     obase = row.to(tl.int64) * k
     gbase = row.to(tl.int64) * CAP
@@ -380,43 +374,17 @@ def _longrow_finish_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, out
         i = _tile(FT, FL)
         on = i < gt
         c = tl.load(gtc_ptr + gbase + i, mask=on, other=0)
-        if gt > k:  # the top k of the words above T: the bucket of the k-th, then the k-th among its words
-            h = tl.load(gtw_ptr + gbase + i, mask=on, other=NEG_HI)  # (in flight while the bucket is found)
-            b, hb, rem = pick_digit(hist, k, bins)
-            bk = tl.where(on, _bucket(h, T, sh, NB), -1)
-            above = bk > b
-            inb = bk == b
-            take = above | inb
-            if (rem < hb) & (hb <= FB):  # a few words in the bucket: ranked in pairs, through the free tie buffer
-                # (every word above the bucket is taken: k - rem of them, at their positions among them)
-                pk = _slots(above.to(tl.int32) + (inb.to(tl.int32) << 16))
-                _scatter(out_ptr + obase - 1, pk & 0xFFFF, c, above, FT)
-                _scatter(eqc_ptr + ebase - 1, pk >> 16, h, inb, FT)
-                _scatter(eqc_ptr + ebase + FB - 1, pk >> 16, c, inb, FT)
-                if HIP:  # Triton's AMD barrier is a bare s_barrier: the wave's stores waited for first
-                    tl.inline_asm_elementwise("s_waitcnt vmcnt(0)", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
-                tl.debug_barrier()  # the bucket's words stored before any thread loads them
-                j = tl.arange(0, FB)
-                on_b = j < hb
-                w = tl.load(eqc_ptr + ebase + j, mask=on_b, other=NEG_HI)
-                cb = tl.load(eqc_ptr + ebase + FB + j, mask=on_b, other=INT_MAX)
-                # a word's rank in the bucket: the words before it, larger or equal at a smaller column (the
-                # padding, NEG_HI, below every word)
-                first = (w[None, :] > w[:, None]) | ((w[None, :] == w[:, None]) & (cb[None, :] < cb[:, None]))
-                rk = tl.sum(first.to(tl.int32), axis=1)
-                tl.store(out_ptr + obase + (k - rem) + rk, cb, mask=on_b & (rk < rem))
-            elif rem < hb:
-                hb_w = tl.where(inb, h, NEG_HI)
-                Tk = _rank_word(hb_w, hb, rem)
-                above = above | (hb_w > Tk)
-                tie = hb_w == Tk
-                nt = tl.sum(tie.to(tl.int32))
-                need = k - tl.sum(above.to(tl.int32))
-                take = above | tie
-                if need < nt:  # ties at the k-th word: the smaller columns
-                    take = above | _smallest(c, tie, nt, need)
-            if (rem == hb) | (hb > FB):
-                _scatter(out_ptr + obase - 1, _slots(take.to(tl.int32)), c, take, FT)
+        if gt > k:  # the k-th word among the candidates, by counting steps over them in registers
+            h = tl.load(gtw_ptr + gbase + i, mask=on, other=NEG_HI)
+            Tk = _rank_word(h, gt, k)
+            above = h > Tk
+            tie = on & (h == Tk)
+            nt = tl.sum(tie.to(tl.int32))
+            need = k - tl.sum(above.to(tl.int32))
+            take = above | tie
+            if need < nt:  # ties at the k-th word: the smaller columns
+                take = above | _smallest(c, tie, nt, need)
+            _scatter(out_ptr + obase - 1, _slots(take.to(tl.int32)), c, take, FT)
         else:  # all of them, then the first columns equal to T
             tl.store(out_ptr + obase + i, c, mask=on)
             written = gt
