@@ -296,7 +296,7 @@ def longrow(rows: int, n: int, k: int, facts: dict, *, block_size: int = 1, prog
     kb = 512 if k <= 512 else LONGROW_MAX_KP
     fin = 16 if int(facts.get("warp_size", 32)) == 32 else 8  # 512 lanes either way (1024 spill on AMD targets)
     arch = str(facts.get("arch") or "")
-    regs = 72 if arch.startswith("sm_") else 0  # 7 programs an SM, not 4 (no spill)
+    regs = 80 if arch.startswith("sm_") else 0  # 6 programs an SM, not 4; no spill under triton 3.6 (72 spills)
     return Longrow(P=int(P), CAP=4 * LONGROW_MAX_KP, CAP_EQ=2 * kb, block_size=int(block_size), fin_warps=fin,
                    stream_regs=regs, warp_size=int(facts.get("warp_size", 32)), hip=arch.startswith("gfx"))
 
