@@ -125,8 +125,8 @@ def longrow(src, len_t, start_t, out, n, width, k, rr, plan: plans.Longrow, *, b
         num_warps=plan.stream_warps,
         **cap, **extra)
     run(_longrow._longrow_finish_kernel, (rows,), src, src.stride(0), *bounds, thr, out, gtw, gtc, eqc, cnt, hist,
-        *shape, plan.CAP, plan.CAP_EQ, *has, **bs, FT=plan.FT, FT_EQ=plan.FT_EQ, FL=plan.FL, FB=plan.FB, STILE=plan.STILE,
-        KT=plans.KT, PDL=pdl, HIP=plan.hip, num_warps=plan.fin_warps, **extra)
+        *shape, plan.CAP, plan.CAP_EQ, *has, **bs, FT=plan.FT, FT_EQ=plan.FT_EQ, FL=plan.FL, FB=plan.FB,
+        STILE=plan.STILE, KT=plans.KT, PDL=pdl, HIP=plan.hip, num_warps=plan.fin_warps, **extra)
     return out
 
 
