@@ -764,9 +764,9 @@ if cand[0] and cand_laws[0]:
 # both k): the finish launch itself from 20 to 13 µs at 64 x 256K and from 103 to 68 at 640 x 256K, most at one to
 # four rows (1 x 64K from 16.9 to 13.8 µs). The cap of 80 alone moves the call by -1 to +3 % (geometric mean
 # 0.998), and with it the stream no longer spills. Without the histogram the stream is 5-6 % faster, and the call
-# is at 640 rows on most laws, but its finish's longer search costs more than that at 1-64 rows (up to 1.36x the
-# thread-order finish's time at one row), so it is not kept. The kept form (`slots80`) is the one the
-# token grid above measures.
+# is faster at 640 rows of k = 2048 and on the laws, but its finish's longer search costs more than that at 1-64
+# rows (up to 1.36x the thread-order finish's time at one row), so it is not kept. The kept form (`slots80`) is
+# the one the token grid above measures.
 #
 # Serving engines use CUDA top-k kernels. Their times below are transcribed, not measured by this harness:
 # FlashInfer's radix top-k measured on an H100 with `torch.topk` in the same process, and two figures the peers
