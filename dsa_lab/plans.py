@@ -71,8 +71,9 @@ BISECT_MID_CAP = 2048
 BISECT_THREADS = 512
 DECODE_BLOCKS = 32768  # the padded decode workspace in blocks (262144 / 8): stage B's tile is sized for it
 LONGROW_MAX_KP = 2048  # the long-row select serves k buckets 512 and 2048 on rows wider than the bisect's tile
-LONGROW_TILE = 1024  # columns a step of a long-row stream program
-LONGROW_PROGRAMS = 16  # long-row programs per SM in all, at most (one tile each at least)
+LONGROW_WORDS = 8  # words a long-row stream thread holds a step: its tile is this many times its threads
+LONGROW_WARPS = 1  # warps a long-row stream program: its tile loop reduces within a warp (no barrier)
+LONGROW_PROGRAMS = 64  # long-row stream programs per SM in all, at most (one tile each at least)
 LONGROW_NB = 2048  # buckets of the long-row finish's histogram (of the candidates' distance above the threshold)
 LONGROW_MIN_WIDTH = 1 << 16  # the long-row select on rows this wide at any row count (the radix's passes cost more)
 LONGROW_MIN_COLUMNS = 1 << 20  # and on narrower rows from this many columns in all (rows x width); the radix below
@@ -237,7 +238,7 @@ class Longrow:
     CAP: int
     CAP_EQ: int
     block_size: int = 1
-    TILE: int = LONGROW_TILE
+    TILE: int = LONGROW_WORDS * 32 * LONGROW_WARPS
     FT: int = 4 * LONGROW_MAX_KP
     FT_EQ: int = 2 * LONGROW_MAX_KP
     FB: int = 64  # the words of the k-th word's bucket that the finish ranks in pairs, at most (2 FB <= CAP_EQ)
@@ -248,7 +249,7 @@ class Longrow:
     RZ: float = 5.0  # the threshold's margin in the sample: standard deviations of the k-th word's rank ...
     RB: float = 4.0  # ... and words (fewer than k above it about once in 3.6 million rows of independent values)
     num_warps: int = 8  # the sample's
-    stream_warps: int = 4
+    stream_warps: int = LONGROW_WARPS
     stream_regs: int = 0  # the stream's register cap (CUDA; 0: none): more of its programs share an SM
     fin_warps: int = 16
     NB: int = LONGROW_NB
@@ -298,13 +299,15 @@ def longrow(rows: int, n: int, k: int, facts: dict, *, block_size: int = 1, prog
     2^20 columns, one row in 120."""
     if k > LONGROW_MAX_KP:
         raise ValueError(f"the long-row select takes k of at most {LONGROW_MAX_KP}, got {k}")
-    P = programs or max(1, min(-(-n // LONGROW_TILE), -(-LONGROW_PROGRAMS * int(facts["sm_count"]) // max(rows, 1))))
+    ws = int(facts.get("warp_size", 32))
+    tile = LONGROW_WORDS * ws * LONGROW_WARPS
+    P = programs or max(1, min(-(-n // tile), -(-LONGROW_PROGRAMS * int(facts["sm_count"]) // max(rows, 1))))
     kb = 512 if k <= 512 else LONGROW_MAX_KP
-    fin = 16 if int(facts.get("warp_size", 32)) == 32 else 8  # 512 lanes either way (1024 spill on AMD targets)
+    fin = 16 if ws == 32 else 8  # 512 lanes either way (1024 spill on AMD targets)
     arch = str(facts.get("arch") or "")
-    regs = 80 if arch.startswith("sm_") else 0  # 6 programs an SM, not 4; no spill under triton 3.6 (72 spills)
-    return Longrow(P=int(P), CAP=4 * LONGROW_MAX_KP, CAP_EQ=2 * kb, block_size=int(block_size), fin_warps=fin,
-                   stream_regs=regs, warp_size=int(facts.get("warp_size", 32)), hip=arch.startswith("gfx"))
+    regs = 96 if arch.startswith("sm_") else 0  # 21 programs an SM; no spill under triton 3.6 (88 spills)
+    return Longrow(P=int(P), CAP=4 * LONGROW_MAX_KP, CAP_EQ=2 * kb, block_size=int(block_size), TILE=tile,
+                   fin_warps=fin, stream_regs=regs, warp_size=ws, hip=arch.startswith("gfx"))
 
 
 def _group(KP: int) -> int:
