@@ -305,7 +305,7 @@ def longrow(rows: int, n: int, k: int, facts: dict, *, block_size: int = 1, prog
     kb = 512 if k <= 512 else LONGROW_MAX_KP
     fin = 16 if ws == 32 else 8  # 512 lanes either way (1024 spill on AMD targets)
     arch = str(facts.get("arch") or "")
-    regs = 96 if arch.startswith("sm_") else 0  # 21 programs an SM; no spill under triton 3.6 (88 spills)
+    regs = 64 if arch.startswith("sm_") else 0  # 32 programs an SM (the most it holds); no spill under triton 3.6
     return Longrow(P=int(P), CAP=4 * LONGROW_MAX_KP, CAP_EQ=2 * kb, block_size=int(block_size), TILE=tile,
                    fin_warps=fin, stream_regs=regs, warp_size=ws, hip=arch.startswith("gfx"))
 

@@ -60,6 +60,27 @@ def _words(src_ptr, row_off, cols, L, start, nlive, newest, BLOCK_SCORES: tl.con
 
 
 @triton.jit
+def _tile_words(src_ptr, row_off, t0, lane, L, start, nlive, newest, BLOCK_SCORES: tl.constexpr):
+    """:func:`_words` of columns ``t0 + lane``, addressed from the tile's first column (a scalar), so that a thread's
+    words lie at fixed offsets from one address, and bounded by ``lane`` against the bounds less ``t0``."""
+    if BLOCK_SCORES:
+        x = tl.load(src_ptr + (row_off + start + t0) + lane, mask=lane < nlive - t0, other=float("-inf"))
+        h = tl.where(lane == newest - t0, INF_WORD, tl_ordered_hi(x))
+        return tl.where(lane < L - t0, h, NEG_HI)
+    else:  # past L the load's -inf: its word is NEG_HI
+        return tl_ordered_hi(tl.load(src_ptr + (row_off + t0) + lane, mask=lane < L - t0, other=float("-inf")))
+
+
+@triton.jit
+def _claim(ptr, n, lane0):
+    """The old value of ``atomic_add(ptr, n)`` in every lane of ``lane0``: added by the first lane and handed on by a
+    reduction over the lanes (a scalar atomic hands its result on through shared memory and a barrier)."""
+    one = lane0 == 0
+    old = tl.atomic_add(ptr + lane0 * 0, tl.where(one, n, 0), mask=one, sem="relaxed")
+    return tl.sum(tl.where(one, old, 0), axis=0)
+
+
+@triton.jit
 def _extent(row, len_ptr, start_ptr, n, width, rr, has_len, has_start, BLOCK_SCORES: tl.constexpr):
     """``(L, start, nlive, newest)``: the row's live length, its first logit, its readable columns and its pinned
     newest column (-1: none)."""
@@ -268,7 +289,7 @@ def _longrow_stream_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, gtw
     nl = tl.minimum(nlive, hi)  # (block scores: no read past the program's share)
     # the first tile goes out before the wait: the row was complete before the sample launch began (a full
     # dependent of the work before it), so only the threshold and the counters wait for it
-    nxt = _words(src_ptr, row_off, lo + lane, hi, start, nl, newest, BLOCK_SCORES)
+    nxt = _tile_words(src_ptr, row_off, lo, lane, hi, start, nl, newest, BLOCK_SCORES)
     if PDL:
         _tl_cuda.gdc_wait()
     if lo < hi:
@@ -285,7 +306,7 @@ def _longrow_stream_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, gtw
         for t0 in range(lo, hi, TILE):
             h = nxt
             # the next tile's loads go out before this tile's atomics wait on their replies
-            nxt = _words(src_ptr, row_off, t0 + TILE + lane, hi, start, nl, newest, BLOCK_SCORES)
+            nxt = _tile_words(src_ptr, row_off, t0 + TILE, lane, hi, start, nl, newest, BLOCK_SCORES)
             cols = t0 + lane
             g = h > T
             e = (h == T) & (h > NEG_HI)  # (equal to T, and T above -inf)
@@ -295,13 +316,24 @@ def _longrow_stream_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, gtw
             ne = both >> 16
             if ng > 0:
                 per = cnt & 0xFFFF
-                first = tl.atomic_add(srow + 1, ng, sem="relaxed") + tl.cumsum(per, 0) - per  # a thread's first slot
+                first = _claim(srow + 1, ng, lane0) + tl.cumsum(per, 0) - per  # a thread's first slot
                 if tl.max(per, axis=0) <= 2:
-                    i1 = tl.min(tl.where(g, rix, R), axis=0)
-                    i2 = tl.min(tl.where(g & (rix > i1[None, :]), rix, R), axis=0)
+                    # a thread's first two words above T and their rows, from its last row up (a row of the tile is
+                    # picked by a sum over the thread's own words, all but one zero: no instructions)
+                    w1 = tl.zeros([LANES], tl.int32)
+                    w2 = w1
+                    i1 = w1
+                    i2 = w1
+                    for r in tl.static_range(R - 1, -1, -1):
+                        hr = tl.sum(tl.where(rix == r, h, 0), axis=0)
+                        gr = hr > T
+                        w2 = tl.where(gr, w1, w2)
+                        i2 = tl.where(gr, i1, i2)
+                        w1 = tl.where(gr, hr, w1)
+                        i1 = tl.where(gr, r, i1)
                     for j in tl.static_range(2):
                         ij = i1 if j == 0 else i2
-                        w = tl.max(tl.where(rix == ij[None, :], h, NEG_HI), axis=0)
+                        w = w1 if j == 0 else w2
                         on = per > j
                         ok = on & (first + j < CAP)
                         tl.store(gtw_ptr + gbase + first + j, w, mask=ok)
@@ -310,15 +342,16 @@ def _longrow_stream_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, gtw
                 else:
                     pos = first[None, :] + tl.cumsum(g.to(tl.int32), 0) - 1
                     fits = g & (pos < CAP)
-                    tl.store(gtw_ptr + gbase + pos, h, mask=fits)
-                    tl.store(gtc_ptr + gbase + pos, cols, mask=fits)
-                    tl.atomic_add(hrow + _bucket(h, T, sh, NB), 1, mask=g, sem="relaxed")
+                    _scatter(gtw_ptr + gbase, pos, h, fits, TILE)
+                    _scatter(gtc_ptr + gbase, pos, cols, fits, TILE)
+                    tl.atomic_add(tl.reshape(hrow + _bucket(h, T, sh, NB), [TILE]), 1, mask=tl.reshape(g, [TILE]),
+                                  sem="relaxed")
             if ne > 0:
                 if eq_full == 0:
                     per = cnt >> 16
-                    old = tl.atomic_add(srow + 2, ne, sem="relaxed")
+                    old = _claim(srow + 2, ne, lane0)
                     pos = old + (tl.cumsum(per, 0) - per)[None, :] + tl.cumsum(e.to(tl.int32), 0) - 1
-                    tl.store(eqc_ptr + ebase + pos, cols, mask=e & (pos < CAP_EQ))
+                    _scatter(eqc_ptr + ebase, pos, cols, e & (pos < CAP_EQ), TILE)
                     eq_full = (old + ne >= CAP_EQ).to(tl.int32)
                 else:
                     eq_left += ne
