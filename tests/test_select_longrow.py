@@ -420,7 +420,7 @@ def test_longrow_rule():
     assert plans.select_algo(64, 65536, 4096, 132) == "radix" and plans.select_algo(640, 32768, 2048, 132) == "bisect"
     assert plans.select_algo(1, 65536, 256, 132) == "hier"
     pl = plans.select(640, 262144, 2048, f)
-    assert (pl.P, pl.CAP, pl.CAP_EQ, pl.FT) == (4, 8192, 4096, 8192) and plans.select(16, 131072, 512, f).P == 128
+    assert (pl.P, pl.CAP, pl.CAP_EQ, pl.FT) == (14, 8192, 4096, 8192) and plans.select(16, 131072, 512, f).P == 512
     cb = plans.candidate_blocks(64, 65536, 1000, f, block_size=1)
     assert cb.select.algo == "longrow" and cb.scores_programs == 0 and cb.flags_kernel
     assert plans.candidate_blocks(64, 65536 * 8, 1000, f, block_size=8).select.algo == "radix"
