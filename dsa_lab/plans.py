@@ -72,8 +72,8 @@ BISECT_THREADS = 512
 DECODE_BLOCKS = 32768  # the padded decode workspace in blocks (262144 / 8): stage B's tile is sized for it
 LONGROW_MAX_KP = 2048  # the long-row select serves k buckets 512 and 2048 on rows wider than the bisect's tile
 LONGROW_WORDS = 8  # words a long-row stream thread holds a step: its tile is this many times its threads
-LONGROW_WARPS = 1  # warps a long-row stream program: its tile loop reduces within a warp (no barrier)
-LONGROW_PROGRAMS = 64  # long-row stream programs per SM in all, at most (one tile each at least)
+LONGROW_WARPS = 2  # warps a long-row stream program
+LONGROW_PROGRAMS = 32  # long-row stream programs per SM in all, at most (one tile each at least)
 LONGROW_NB = 2048  # buckets of the long-row finish's histogram (of the candidates' distance above the threshold)
 LONGROW_MIN_WIDTH = 1 << 16  # the long-row select on rows this wide at any row count (the radix's passes cost more)
 LONGROW_MIN_COLUMNS = 1 << 20  # and on narrower rows from this many columns in all (rows x width); the radix below
@@ -305,7 +305,7 @@ def longrow(rows: int, n: int, k: int, facts: dict, *, block_size: int = 1, prog
     kb = 512 if k <= 512 else LONGROW_MAX_KP
     fin = 16 if ws == 32 else 8  # 512 lanes either way (1024 spill on AMD targets)
     arch = str(facts.get("arch") or "")
-    regs = 96 if arch.startswith("sm_") else 0  # 21 programs an SM; no spill under triton 3.6 (88 spills)
+    regs = 88 if arch.startswith("sm_") else 0  # 11 programs an SM; no spill under triton 3.6 (80 spills)
     return Longrow(P=int(P), CAP=4 * LONGROW_MAX_KP, CAP_EQ=2 * kb, block_size=int(block_size), TILE=tile,
                    fin_warps=fin, stream_regs=regs, warp_size=ws, hip=arch.startswith("gfx"))
 
