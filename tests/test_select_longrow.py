@@ -373,12 +373,12 @@ def test_longrow_counters_return_to_zero(fresh_seed):
 
 def test_longrow_default_sizes(fresh_seed):
     """The plan the rules make for a long row (k bucket 512: 8192 words above the threshold, 1024 equal to it,
-    1024-column tiles, the 4096-word sample), on rows wider than the bisect select's tile."""
+    512-column stream tiles, the 4096-word sample), on rows wider than the bisect select's tile."""
     gen = torch.Generator().manual_seed(fresh_seed)
     x = torch.randn(2, plans.BISECT_MAX_COLS + 5, generator=gen)
     lens = torch.tensor([plans.BISECT_MAX_COLS + 5, 3000], dtype=torch.int32)
     plan = plans.longrow(2, x.shape[1], 300, _impl.facts_for(x))
-    assert (plan.CAP, plan.CAP_EQ, plan.TILE, plan.NCH * plan.CH, plan.RZ, plan.RB) == (8192, 1024, 1024, 4096, 5, 4)
+    assert (plan.CAP, plan.CAP_EQ, plan.TILE, plan.NCH * plan.CH, plan.RZ, plan.RB) == (8192, 1024, 512, 4096, 5, 4)
     out = poisoned(2, 300, "cpu")
     launch.topk_select(x, 300, lens, 1, out, plan=plan)
     assert_same_sets(out, topk_select_reference(x, 300, lens, 1), f"seed={fresh_seed}")
