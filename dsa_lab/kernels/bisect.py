@@ -41,7 +41,7 @@ def _probe(lo, hi, c_lo, c_hi, t, interp):
 
 
 @triton.jit
-def _kth(h, n, k, lo, hi):
+def _kth(h, n, k, lo, hi, SNAP: tl.constexpr = False):
     """``(T, base, f)`` of the words ``h`` (``n`` of them, all in ``[lo, hi)``; the others below ``lo``), ``k < n``:
     the ``k`` largest are every word ``> T`` plus the first ``k - base + f * ties`` equal to ``T`` (``ties`` of
     them; ``base`` counts the words ``> T`` where ``f = 0``, those ``>= T`` where ``f = 1``).  Steps interpolate
@@ -50,7 +50,9 @@ def _kth(h, n, k, lo, hi):
     words between them; else they bisect: a few steps on smoothly spread words, at most about twice the bisection's
     32.  Where one word is missing above the lower bound's count or one is left over below the upper bound's, the
     largest word below the upper bound (or the smallest at or above the lower) is the k-th: one reduction ends the
-    search where halving a range holding two far-apart words takes up to 32 steps."""
+    search where halving a range holding two far-apart words takes up to 32 steps.  ``SNAP``: a step whose probe
+    finds no word between it and the bound it replaces (its count that bound's) moves that bound on to the nearest
+    word, one reduction where halving the empty range would take many (words in clusters far apart)."""
     c_lo = n
     c_hi = tl.zeros([], tl.int32)
     interp = tl.zeros([], tl.int32) + 1
@@ -74,10 +76,19 @@ def _kth(h, n, k, lo, hi):
             c = tl.sum((h >= mid.to(tl.int32)).to(tl.int32))
             big = c >= k
             w0 = c_lo - c_hi
+            if SNAP:
+                gap = tl.where(big, c == c_lo, c == c_hi)
             lo = tl.where(big, mid, lo)
             c_lo = tl.where(big, c, c_lo)
             hi = tl.where(big, hi, mid)
             c_hi = tl.where(big, c_hi, c)
+            if SNAP:
+                if gap:  # no word in [old lo, mid) or in [mid, old hi): the counts hold at the nearest word
+                    m32 = mid.to(tl.int32)
+                    if big:
+                        lo = tl.min(tl.where(h >= m32, h, 2147483647)).to(tl.int64)
+                    else:
+                        hi = tl.max(tl.where(h < m32, h, -2147483648)).to(tl.int64) + 1
             interp = ((interp == 0) | (2 * (c_lo - c_hi) <= w0)).to(tl.int32)
             go = (hi - lo > 1) & (c_lo != k)
             # ended: exact at lo (every word >= lo, f = 1, base = c_lo = k), or one value left (lo: c_hi above it)
