@@ -475,10 +475,10 @@ if tok[0]:
 # **What it means.** Every point of the grid, every value law and every prefill shape is faster than
 # `torch.topk`: the grid medians are 4.3-5.5x, the smallest grid point 3.7x, so the target of a 4x median holds at
 # every width (both k together: 4.39 / 4.67 / 4.95 / 5.28x). Six of the seven value laws run within 1.32x the time
-# of normal values (`x_normal`). A narrow `band` of values with sparse outliers takes 1.57x at 64 x 256K (1.32x at
-# 640 x 64K), over the 1.5x targeted: the stream's last changes (below) took 12 % off normal values there and 2 %
-# off `band`, whose excess lies in its sample's search and its tie (below). The one-read floor is still off: 1.87x
-# at 640 x 256K, 2.7-4.2x in prefill; the 1.3x targeted is open.
+# of normal values (`x_normal`). A narrow `band` of values with sparse outliers takes 1.57x at 64 x 256K (1.32x
+# at 640 x 64K), over the 1.5x targeted: the stream's last changes (below) took 14 % off normal values there and
+# none off `band`, whose excess lies in its sample's search and its tie (`docs/limits.md`). The one-read floor is
+# still off: 1.87x at 640 x 256K, 2.7-4.2x in prefill; the 1.3x targeted is open.
 #
 # Ties that overflow the buffer used to cost the stream as well: every tile sent its ties through the buffer's
 # slots (an atomic, a scan, the stores) even after it was full. Now a program that has seen the buffer full only
