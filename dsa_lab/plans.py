@@ -12,11 +12,12 @@ The rules (the measurement behind each: ``docs/design.md`` §9):
 decision                    rule
 ==========================  =========================================================================================
 select algorithm            bisect for k > 256 on rows of at most 32768 columns from SM/6 rows, and from one row on
-                            rows of 2048-8192 columns; long-row for k of 257-2048 on wider rows from 2M columns in
-                            all (rows x width); else radix when the k bucket is at least 1024, or 512 with several
-                            radix programs per row; else hier
-long-row select             a sample launch (a threshold per row), then P programs per row stream it once and
-                            compact the few keys above the threshold; the row's last program finishes exactly
+                            rows of 2048-8192 columns; long-row for k of 257-2048 on rows of 2^16 columns and more,
+                            and on wider rows than 32768 from 2^20 columns in all (rows x width); else radix when
+                            the k bucket is at least 1024, or 512 with several radix programs per row; else hier
+long-row select             a sample launch (a threshold per row), then P one-warp programs per row (at most 64 an
+                            SM in all) stream it once and compact the few keys above the threshold; a finish
+                            launch, one program per row, ranks the bucket that holds the k-th key
 bisect select               one program per row, the row in registers, 512 threads (16 warps; 8 waves of 64 on ROCm)
 radix form                  P programs per row (:func:`radix_programs`), 5 dependent launches, when P > 1; else one
                             program per row; rows of at most 4096 live columns whole in one program
