@@ -49,7 +49,7 @@ def _runs(n, plan) -> list[int]:
 
 
 @pytest.mark.parametrize("dist", ["normal", "shifted", "equal", "few_values", "nan1pct", "ramp", "specials",
-                                  "nan_payloads", "signed_zero", "all_neginf"])
+                                  "nan_payloads", "signed_zero", "all_neginf", "band"])
 @pytest.mark.parametrize("k", [5, 16, 40])
 def test_longrow_matches_reference(dist, k, fresh_seed):
     gen = torch.Generator().manual_seed(fresh_seed)
@@ -166,6 +166,26 @@ def test_longrow_sample_rank(fresh_seed):
         want = [int(ordered_hi(x[r, runs]).sort(descending=True).values[rank - 1]) for r in range(2)]
         assert _thresholds(x, lens, k, plan) == want, (k, kw, fresh_seed)
         assert_same_sets(select(x, k, lens, plan=plan), topk_select_reference(x, k, lens, 1), f"seed={fresh_seed}")
+
+
+def test_longrow_sample_rank_on_clusters_far_apart(fresh_seed):
+    """The sample's threshold on words in two clusters far apart (the ``band`` law: a band of a few words near 0.5,
+    outliers near 10), where the search halves the empty range between the clusters for about 40 counting steps:
+    the threshold is still the sample's word of its rank, and the select exact."""
+    from dsa_lab.keys import ordered_hi
+
+    gen = torch.Generator().manual_seed(fresh_seed)
+    n, k = 1600, 30
+    plan = small()
+    band = 0.5 + 1e-6 * torch.rand(3, n, generator=gen)
+    x = torch.where(torch.rand(3, n, generator=gen) < 0.02, 10.0 + torch.randn(3, n, generator=gen), band)
+    x[2, _runs(n, plan)[::9]] = 10.0 + torch.rand(8, generator=gen)  # rank 3 of the sample among the outliers
+    lens = torch.full((3,), n, dtype=torch.int32)
+    rank = plans.longrow_rank(n, k, plan)
+    runs = _runs(n, plan)
+    want = [int(ordered_hi(x[r, runs]).sort(descending=True).values[rank - 1]) for r in range(3)]
+    assert _thresholds(x, lens, k, plan) == want, fresh_seed
+    assert_same_sets(select(x, k, lens, plan=plan), topk_select_reference(x, k, lens, 1), f"seed={fresh_seed}")
 
 
 def test_longrow_rank_misses_rarely():
