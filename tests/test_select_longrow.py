@@ -170,8 +170,9 @@ def test_longrow_sample_rank(fresh_seed):
 
 def test_longrow_sample_rank_on_clusters_far_apart(fresh_seed):
     """The sample's threshold on words in two clusters far apart (the ``band`` law: a band of a few words near 0.5,
-    outliers near 10), where the search halves the empty range between the clusters for about 40 counting steps:
-    the threshold is still the sample's word of its rank, and the select exact."""
+    outliers near 10): halving the range between the clusters takes about 40 counting steps, so the search reaches
+    the steps at which a bound moves on past an empty range to the nearest word; the threshold is still the
+    sample's word of its rank, and the select exact."""
     from dsa_lab.keys import ordered_hi
 
     gen = torch.Generator().manual_seed(fresh_seed)

@@ -41,7 +41,7 @@ def _probe(lo, hi, c_lo, c_hi, t, interp):
 
 
 @triton.jit
-def _kth(h, n, k, lo, hi):
+def _kth(h, n, k, lo, hi, SNAP: tl.constexpr = 0):
     """``(T, base, f)`` of the words ``h`` (``n`` of them, all in ``[lo, hi)``; the others below ``lo``), ``k < n``:
     the ``k`` largest are every word ``> T`` plus the first ``k - base + f * ties`` equal to ``T`` (``ties`` of
     them; ``base`` counts the words ``> T`` where ``f = 0``, those ``>= T`` where ``f = 1``).  Steps interpolate
@@ -50,13 +50,18 @@ def _kth(h, n, k, lo, hi):
     words between them; else they bisect: a few steps on smoothly spread words, at most about twice the bisection's
     32.  Where one word is missing above the lower bound's count or one is left over below the upper bound's, the
     largest word below the upper bound (or the smallest at or above the lower) is the k-th: one reduction ends the
-    search where halving a range holding two far-apart words takes up to 32 steps."""
+    search where halving a range holding two far-apart words takes up to 32 steps.  ``SNAP > 0``: from its
+    ``SNAP``-th step on, a step whose probe finds no word between it and the bound it replaces also moves that bound
+    on to the nearest word, one reduction where halving the empty range takes many (a few clusters of words far
+    apart).  Searches over smoothly spread words end before that step, where such a reduction would cost more than
+    the steps it saves."""
     c_lo = n
     c_hi = tl.zeros([], tl.int32)
     interp = tl.zeros([], tl.int32) + 1
     T = lo.to(tl.int32)
     f = tl.zeros([], tl.int32)
     go = hi - lo > 1
+    step = tl.zeros([], tl.int32)
     while go:
         top1 = k - c_hi == 1
         if top1 | (c_lo - k == 1):
@@ -74,10 +79,19 @@ def _kth(h, n, k, lo, hi):
             c = tl.sum((h >= mid.to(tl.int32)).to(tl.int32))
             big = c >= k
             w0 = c_lo - c_hi
+            gap = c == tl.where(big, c_lo, c_hi)  # no word between the probe and the bound it replaces
             lo = tl.where(big, mid, lo)
             c_lo = tl.where(big, c, c_lo)
             hi = tl.where(big, hi, mid)
             c_hi = tl.where(big, c_hi, c)
+            if SNAP > 0:
+                step += 1
+                if (step >= SNAP) & gap & (hi - lo > 1):  # the count holds up to the nearest word
+                    m32 = mid.to(tl.int32)
+                    if big:
+                        lo = tl.min(tl.where(h >= m32, h, 2147483647)).to(tl.int64)
+                    else:
+                        hi = tl.max(tl.where(h < m32, h, -2147483648)).to(tl.int64) + 1
             interp = ((interp == 0) | (2 * (c_lo - c_hi) <= w0)).to(tl.int32)
             go = (hi - lo > 1) & (c_lo != k)
             # ended: exact at lo (every word >= lo, f = 1, base = c_lo = k), or one value left (lo: c_hi above it)
