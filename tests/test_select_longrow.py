@@ -177,12 +177,12 @@ def test_longrow_sample_rank_on_clusters_far_apart(fresh_seed):
     gen = torch.Generator().manual_seed(fresh_seed)
     n, k = 1600, 30
     plan = small()
+    runs = _runs(n, plan)
     band = 0.5 + 1e-6 * torch.rand(3, n, generator=gen)
     x = torch.where(torch.rand(3, n, generator=gen) < 0.02, 10.0 + torch.randn(3, n, generator=gen), band)
-    x[2, _runs(n, plan)[::9]] = 10.0 + torch.rand(8, generator=gen)  # rank 3 of the sample among the outliers
+    x[2, runs[::9]] = 10.0 + torch.rand(8, generator=gen)  # rank 3 of the sample among the outliers
     lens = torch.full((3,), n, dtype=torch.int32)
     rank = plans.longrow_rank(n, k, plan)
-    runs = _runs(n, plan)
     want = [int(ordered_hi(x[r, runs]).sort(descending=True).values[rank - 1]) for r in range(3)]
     assert _thresholds(x, lens, k, plan) == want, fresh_seed
     assert_same_sets(select(x, k, lens, plan=plan), topk_select_reference(x, k, lens, 1), f"seed={fresh_seed}")
