@@ -16,6 +16,7 @@ from _select_helpers import assert_same_sets, poisoned
 import dsa_lab
 from dsa_lab import _impl, plans
 from dsa_lab.bench.shapes import fill
+from dsa_lab.keys import NEG_INF_HI, ordered_hi
 from dsa_lab.launch import select as launch
 from dsa_lab.select import topk_select_reference
 
@@ -48,6 +49,12 @@ def _runs(n, plan) -> list[int]:
     return [i * (n - plan.CH) // (plan.NCH - 1) + j for i in range(plan.NCH) for j in range(plan.CH)]
 
 
+def _sample_words(x, runs, rank) -> list[int]:
+    """Each row's word of rank ``rank`` (1 = the largest) among its sampled columns ``runs``: the threshold the
+    sample launch must find."""
+    return [int(ordered_hi(x[r, runs]).sort(descending=True).values[rank - 1]) for r in range(x.shape[0])]
+
+
 @pytest.mark.parametrize("dist", ["normal", "shifted", "equal", "few_values", "nan1pct", "ramp", "specials",
                                   "nan_payloads", "signed_zero", "all_neginf", "band"])
 @pytest.mark.parametrize("k", [5, 16, 40])
@@ -78,8 +85,6 @@ def test_longrow_stream_tile_forms(dist, fresh_seed):
         got = select(x, k, lens, plan=plan)
         assert_same_sets(got, topk_select_reference(x, k, lens, 1), f"{dist} k={k} seed={fresh_seed}")
     if dist == "hot_run":  # the whole-tile form ran, and the finish took its words from the buffer
-        from dsa_lab.keys import ordered_hi
-
         thr, branch = _thresholds(x, lens, 40, plan), _branch(x, lens, 40, plan)
         for r in range(4):
             above = torch.zeros(1536, dtype=torch.int32)  # the row in whole tiles (tiles start at multiples of 128)
@@ -129,8 +134,6 @@ def test_longrow_stream_counts(dist, fresh_seed):
     words equal to it, also where a program saw the buffer of equal columns full and counted the rest of its share
     apart (``few_values``, ``equal``: far more ties than the buffer holds); the buffer holds distinct columns of
     words equal to the threshold."""
-    from dsa_lab.keys import ordered_hi
-
     gen = torch.Generator().manual_seed(fresh_seed)
     rows, n, k = 4, 1500, 40
     x = fill(dist, rows, n, gen=gen)
@@ -151,8 +154,6 @@ def test_longrow_sample_rank(fresh_seed):
     """The threshold is the sample's word of rank :func:`dsa_lab.plans.longrow_rank`: the k-th word's rank scaled to
     the sample plus the margin (``RZ`` deviations and ``RB`` words), at most the rank that aims at half the buffer,
     or at 2k where that is more (a small buffer)."""
-    from dsa_lab.keys import ordered_hi
-
     gen = torch.Generator().manual_seed(fresh_seed)
     n = 1600
     x = torch.randn(2, n, generator=gen)
@@ -163,8 +164,7 @@ def test_longrow_sample_rank(fresh_seed):
         plan = small(**kw)
         assert plans.longrow_rank(n, k, plan) == rank, (k, kw)
         runs = _runs(n, plan)
-        want = [int(ordered_hi(x[r, runs]).sort(descending=True).values[rank - 1]) for r in range(2)]
-        assert _thresholds(x, lens, k, plan) == want, (k, kw, fresh_seed)
+        assert _thresholds(x, lens, k, plan) == _sample_words(x, runs, rank), (k, kw, fresh_seed)
         assert_same_sets(select(x, k, lens, plan=plan), topk_select_reference(x, k, lens, 1), f"seed={fresh_seed}")
 
 
@@ -172,8 +172,6 @@ def test_longrow_sample_rank_on_clusters_far_apart(fresh_seed):
     """The sample's threshold on words in two clusters far apart (the ``band`` law: a band of a few words near 0.5,
     outliers near 10), where the search halves the empty range between the clusters for about 40 counting steps:
     the threshold is still the sample's word of its rank, and the select exact."""
-    from dsa_lab.keys import ordered_hi
-
     gen = torch.Generator().manual_seed(fresh_seed)
     n, k = 1600, 30
     plan = small()
@@ -183,8 +181,7 @@ def test_longrow_sample_rank_on_clusters_far_apart(fresh_seed):
     x[2, runs[::9]] = 10.0 + torch.rand(8, generator=gen)  # rank 3 of the sample among the outliers
     lens = torch.full((3,), n, dtype=torch.int32)
     rank = plans.longrow_rank(n, k, plan)
-    want = [int(ordered_hi(x[r, runs]).sort(descending=True).values[rank - 1]) for r in range(3)]
-    assert _thresholds(x, lens, k, plan) == want, fresh_seed
+    assert _thresholds(x, lens, k, plan) == _sample_words(x, runs, rank), fresh_seed
     assert_same_sets(select(x, k, lens, plan=plan), topk_select_reference(x, k, lens, 1), f"seed={fresh_seed}")
 
 
@@ -206,8 +203,6 @@ def test_longrow_rank_misses_rarely():
 
 def _branch(x, lens, k, plan):
     """The finish each row takes, from the sample launch's thresholds and exact counts (as the kernel decides)."""
-    from dsa_lab.keys import NEG_INF_HI, ordered_hi
-
     rows, n = x.shape
     thr = _thresholds(x, lens, k, plan)
     h = torch.where(torch.arange(n)[None, :] < lens[:, None].long(), ordered_hi(x), NEG_INF_HI)
@@ -288,8 +283,6 @@ def test_longrow_sample_steps_below_a_wide_tie(fresh_seed):
     the scan is short or the words do not fit, the threshold stays and the finish scans the row for the tie, and
     where the tie fits half its buffer it stays and comes from the buffer.  Row 1: a word the sample holds once is
     no tie (no step)."""
-    from dsa_lab.keys import ordered_hi
-
     gen = torch.Generator().manual_seed(fresh_seed)
     n, k = 1500, 40
     runs = _runs(n, small())
@@ -321,8 +314,6 @@ def _finish_of_top(x, lens, k, plan):
     """For the rows whose finish takes the top k of the words above the threshold: how the histogram's bucket of
     the k-th word is used (all its words; a part ranked in pairs, at most ``FB`` words; else a part found by
     counting, or a part with ties cut by column)."""
-    from dsa_lab.keys import NEG_INF_HI, ordered_hi
-
     rows, n = x.shape
     thr = _sample(x, lens, k, plan)
     h = torch.where(torch.arange(n)[None, :] < lens[:, None].long(), ordered_hi(x), NEG_INF_HI).long()
