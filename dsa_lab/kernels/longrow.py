@@ -30,9 +30,10 @@ Three launches, each a programmatic dependent of the one before (sm_90+):
    * more than ``CAP`` above, or too few at or above ``T`` (a sample far from its row): the whole row selected
      exactly by one program (:func:`_exact_row`, 8-bit digit passes): a second read, never a wrong answer.
 
-The finish returns the row's counters to zero, so the buffer they live in is kept between calls
-(:mod:`dsa_lab.launch.scratch`).  ``BLOCK_SCORES`` with ``BS = 1``: the source is logits bounded by row ends and
-starts, and each row's newest column counts as ``+inf`` (the candidate-block contract at block size 1).
+The sample launch zeroes the row's counters and buckets before the stream adds into them, so every buffer is the
+call's own (nothing kept between calls, nothing shared across streams).  ``BLOCK_SCORES`` with ``BS = 1``: the
+source is logits bounded by row ends and starts, and each row's newest column counts as ``+inf`` (the
+candidate-block contract at block size 1).
 """
 from __future__ import annotations
 
@@ -95,13 +96,21 @@ def _extent(row, len_ptr, start_ptr, n, width, rr, has_len, has_start, BLOCK_SCO
 
 
 @triton.jit
+def _min_max(a0, b0, a1, b1):
+    """Combine of a reduction of (minimum, maximum) pairs: both in one pass over the threads."""
+    return tl.minimum(a0, a1), tl.maximum(b0, b1)
+
+
+@triton.jit
 def _rank_word(h, n, r):
     """The ``r``-th largest of the ``n`` words ``h`` above ``NEG_HI`` (the others ``NEG_HI``), or ``NEG_HI`` when
     ``n < r``; ``r >= 1``."""
-    lo = tl.min(tl.where(h > NEG_HI, h, INT_MAX))
+    N: tl.constexpr = h.numel
+    lo, hi = tl.reduce((tl.reshape(tl.where(h > NEG_HI, h, INT_MAX), [N], can_reorder=True),
+                        tl.reshape(h, [N], can_reorder=True)), 0, _min_max)
     T = tl.where(n == r, lo, NEG_HI)
     if n > r:
-        T, base, f = _kth(h, n, r, lo.to(tl.int64), tl.max(h).to(tl.int64) + 1)
+        T, base, f = _kth(h, n, r, lo.to(tl.int64), hi.to(tl.int64) + 1)
         if f != 0:  # `base` words at or above T, T's ties the last: the r-th is T unless all of them are dropped
             if base - r >= tl.sum((h == T).to(tl.int32)):
                 T = tl.min(tl.where(h > T, h, INT_MAX))
@@ -140,13 +149,14 @@ def _smallest(cols, on, n, r):
 
 @triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "CAP", "CAP_EQ", "RZ", "RB", "has_len",
                                "has_start"])
-def _longrow_sample_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, n, width, k, rr, CAP, CAP_EQ, RZ, RB,
-                           has_len, has_start, BLOCK_SCORES: tl.constexpr, NCH: tl.constexpr, CH: tl.constexpr,
-                           NB: tl.constexpr, STILE: tl.constexpr, PDL: tl.constexpr):
+def _longrow_sample_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, sync_ptr, hist_ptr, n, width, k, rr,
+                           CAP, CAP_EQ, RZ, RB, has_len, has_start, BLOCK_SCORES: tl.constexpr, NCH: tl.constexpr,
+                           CH: tl.constexpr, NB: tl.constexpr, STILE: tl.constexpr, PDL: tl.constexpr):
     """Grid ``(rows,)``: row ``r``'s threshold word to ``thr[r, 0]`` (the sample of ``NCH`` runs of ``CH`` columns)
     and to ``thr[r, 1]`` the shift that puts the sample's words above it in buckets ``(word - T) >> shift`` below
-    ``NB / 2``.  A sampled row's threshold is the sample's word of rank ``m + RZ * sqrt(m) + RB`` (rounded up),
-    ``m = k * NCH * CH / L`` the rank of the row's k-th word scaled to the sample (the rank's spread is about
+    ``NB / 2``; the row's counters ``sync[r, :4]`` and buckets ``hist[r, :NB]`` to zero, for the stream.  A sampled
+    row's threshold is the sample's word of rank ``m + RZ * sqrt(m) + RB`` (rounded up), ``m = k * NCH * CH / L`` the
+    rank of the row's k-th word scaled to the sample (the rank's spread is about
     ``sqrt(m)`` words on rows of independent values), at most the rank that aims at half the buffer of ``CAP``
     words (or at ``2k``, where that is more).  A threshold whose tie, scaled to the row, would fill more than
     half the buffer of ``CAP_EQ`` equal columns, and whose needed ties the finish would find only by a scan of more
@@ -155,6 +165,8 @@ def _longrow_sample_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, n, 
     if PDL:
         _tl_cuda.gdc_launch_dependents()
     row = tl.program_id(0)
+    tl.store(sync_ptr + row.to(tl.int64) * 4 + tl.arange(0, 4), tl.zeros([4], tl.int32))
+    tl.store(hist_ptr + row.to(tl.int64) * NB + tl.arange(0, NB), tl.zeros([NB], tl.int32))
     L, start, nlive, newest = _extent(row, len_ptr, start_ptr, n, width, rr, has_len, has_start, BLOCK_SCORES)
     row_off = row.to(tl.int64) * src_stride
     SAMPLE: tl.constexpr = NCH * CH
@@ -383,8 +395,7 @@ def _longrow_finish_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, out
                            PDL: tl.constexpr, HIP: tl.constexpr):
     """Grid ``(rows,)``: row ``r``'s ids to ``out[r, :k]`` (every slot) from the stream launch's candidates
     (``CAP <= FT`` and ``CAP_EQ <= FT_EQ``: a register tile holds either buffer, as :func:`_tile` of ``FL``
-    columns, ``FL`` dividing both); ``sync[r, 1:3]`` and
-    ``hist[r]`` back to zero.  Where the top ``k`` lie above ``T``, the row's buffer of equal columns (then not
+    columns, ``FL`` dividing both).  Where the top ``k`` lie above ``T``, the row's buffer of equal columns (then not
     needed) holds the k-th word's bucket, ``FB`` words and their columns (``2 * FB <= CAP_EQ``).  ``PDL``: a
     programmatic dependent of the stream launch.  ``HIP``: an AMD target."""
     row = tl.program_id(0)
@@ -399,10 +410,6 @@ def _longrow_finish_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, out
     hist = tl.load(hrow + bins)
     T = tl.load(thr_ptr + 2 * row)  # (with the counts: one round trip)
     sh = tl.load(thr_ptr + 2 * row + 1)
-    tl.debug_barrier()  # every thread has its counts before one of them resets them
-    tl.store(srow + 1, 0)
-    tl.store(srow + 2, 0)
-    tl.store(hrow + bins, tl.zeros([NB], tl.int32))
     row_off = row.to(tl.int64) * src_stride
     obase = row.to(tl.int64) * k
     gbase = row.to(tl.int64) * CAP
@@ -443,8 +450,9 @@ def _longrow_finish_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, out
                 Tk = _rank_word(hb_w, hb, rem)
                 above = above | (hb_w > Tk)
                 tie = hb_w == Tk
-                nt = tl.sum(tie.to(tl.int32))
-                need = k - tl.sum(above.to(tl.int32))
+                both = tl.sum(tie.to(tl.int32) + (above.to(tl.int32) << 16))  # (at most FT of each: one sum)
+                nt = both & 0xFFFF
+                need = k - (both >> 16)
                 take = above | tie
                 if need < nt:  # ties at the k-th word: the smaller columns
                     take = above | _smallest(c, tie, nt, need)

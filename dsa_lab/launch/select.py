@@ -17,7 +17,7 @@ from . import run, scratch
 from .scores import block_scores_into, fill_flags, scores_buffer
 
 __all__ = ["topk_select", "candidate_blocks", "hier", "bisect", "radix", "longrow", "counters", "totals",
-           "longrow_sync", "select_sync"]
+           "select_sync"]
 
 
 def _pdl(pdl: bool) -> tuple[bool, dict]:
@@ -92,22 +92,23 @@ def radix(src, len_t, start_t, out, n, width, k, rr, plan: plans.Radix, *, block
     return out
 
 
-def longrow(src, len_t, start_t, out, n, width, k, rr, plan: plans.Longrow, *, block_scores: bool, pdl=False,
-            sync=None):
-    """The long-row select: the sample launch (a threshold per row), the stream launch (``plan.P`` programs per
-    row) and the finish (one program per row), each a programmatic dependent of the one before (``pdl``).
-    ``sync``: the per-row counters kept between calls (:func:`longrow_sync`).  ``block_scores``: at block size 1
-    the source is logits (or the producer's scores) and each row's newest column counts as ``+inf``."""
+def longrow(src, len_t, start_t, out, n, width, k, rr, plan: plans.Longrow, *, block_scores: bool, pdl=False):
+    """The long-row select: the sample launch (a threshold per row; it zeroes the row's counters), the stream
+    launch (``plan.P`` programs per row) and the finish (one program per row), each a programmatic dependent of the
+    one before (``pdl``).  Every buffer is the call's own: nothing is kept between calls or shared across streams.
+    ``block_scores``: at block size 1 the source is logits (or the producer's scores) and each row's newest column
+    counts as ``+inf``."""
     rows = out.shape[0]
     if rows == 0:
         return out
-    # one int32 allocation: thresholds and shifts, words and columns above them, columns equal to them (64-byte
-    # aligned parts, so that no row count changes a pointer's specialization)
-    a = -(-2 * rows // 16) * 16
-    g, e = rows * plan.CAP, rows * plan.CAP_EQ
-    buf = torch.empty((a + 2 * g + e,), dtype=torch.int32, device=src.device)
-    thr, gtw, gtc, eqc = buf[:2 * rows], buf[a:a + g], buf[a + g:a + 2 * g], buf[a + 2 * g:]
-    cnt, hist = sync[:rows * 4], sync[rows * 4:rows * (4 + plan.NB)]
+    # one int32 allocation: thresholds and shifts, counters, bucket counts, words and columns above the threshold,
+    # columns equal to it (64-byte aligned parts, so that no row count changes a pointer's specialization)
+    a, c = -(-2 * rows // 16) * 16, -(-4 * rows // 16) * 16
+    hb, g, e = rows * plan.NB, rows * plan.CAP, rows * plan.CAP_EQ
+    buf = torch.empty((a + c + hb + 2 * g + e,), dtype=torch.int32, device=src.device)
+    thr, cnt, hist = buf[:2 * rows], buf[a:a + c], buf[a + c:a + c + hb]
+    o = a + c + hb
+    gtw, gtc, eqc = buf[o:o + g], buf[o + g:o + 2 * g], buf[o + 2 * g:]
     bounds = (len_t if len_t is not None else out, start_t if start_t is not None else out)
     shape = (n, width, k, rr)
     has = (int(len_t is not None), int(start_t is not None))
@@ -115,8 +116,8 @@ def longrow(src, len_t, start_t, out, n, width, k, rr, plan: plans.Longrow, *, b
     bs = dict(BLOCK_SCORES=bool(block_scores), NB=plan.NB)
     # the sample launch is a full dependent of the work before it (no ``launch_pdl``): the stream reads its first
     # tile before its wait on the sample
-    run(_longrow._longrow_sample_kernel, (rows,), src, src.stride(0), *bounds, thr, *shape, plan.CAP, plan.CAP_EQ,
-        float(plan.RZ), float(plan.RB), *has, **bs, NCH=plan.NCH, CH=plan.CH, STILE=plan.STILE, PDL=pdl,
+    run(_longrow._longrow_sample_kernel, (rows,), src, src.stride(0), *bounds, thr, cnt, hist, *shape, plan.CAP,
+        plan.CAP_EQ, float(plan.RZ), float(plan.RB), *has, **bs, NCH=plan.NCH, CH=plan.CH, STILE=plan.STILE, PDL=pdl,
         num_warps=plan.num_warps)
     # the block-score form holds a row's start and newest column as well: 16 more registers, or it spills
     cap = {"maxnreg": plan.stream_regs + 16 * bool(block_scores)} if plan.stream_regs else {}
@@ -142,13 +143,6 @@ def totals(device: torch.device, rows: int) -> torch.Tensor:
     return scratch.zeroed("radix_totals", device, rows * 1024, capturing=_checks.capturing())
 
 
-def longrow_sync(device: torch.device, rows: int) -> torch.Tensor:
-    """The long-row select's per-row counters ``int32 [rows, 4]`` (words above and equal to the threshold in slots
-    1 and 2), then its per-row bucket counts ``int32 [rows, plans.LONGROW_NB]``: zero, each row's reset by the
-    program that finishes it."""
-    return scratch.zeroed("longrow_sync", device, rows * (4 + plans.LONGROW_NB), capturing=_checks.capturing())
-
-
 def _kept(plan, rows: int, device) -> torch.Tensor | None:
     """The buffer kept between calls through which the plan's programs meet (:mod:`.scratch`: private to the
     current stream or capture), or None.  Taken before a call's first launch, so a capture's one zeroing of it
@@ -157,8 +151,6 @@ def _kept(plan, rows: int, device) -> torch.Tensor | None:
         return counters(device, rows)
     if plan.algo == "radix" and plan.P > 1:
         return totals(device, rows)
-    if plan.algo == "longrow":
-        return longrow_sync(device, rows)
     return None
 
 
@@ -206,8 +198,7 @@ def topk_select(scores, k, lengths=None, row_repeat=1, out=None, *, plan=None, f
         radix(scores, lengths, None, out, n, n, k, row_repeat, plan, block_scores=False, pdl=bool(facts.get("pdl")),
               tot=kept)
     elif plan.algo == "longrow":
-        longrow(scores, lengths, None, out, n, n, k, row_repeat, plan, block_scores=False, pdl=bool(facts.get("pdl")),
-                sync=kept)
+        longrow(scores, lengths, None, out, n, n, k, row_repeat, plan, block_scores=False, pdl=bool(facts.get("pdl")))
     else:
         hier(_aligned(scores), lengths, None, out, _workspace(plan, rows, dev), kept, None, n, n, k, row_repeat, plan,
              block_scores=False)
@@ -247,7 +238,7 @@ def candidate_blocks(logits, row_ends, topk_blocks, row_starts=None, block_size=
     ws = _workspace(sel, rows, dev) if sel.algo == "hier" else None
     if sel.algo == "longrow":  # the logits (or the producer's scores) read by the select itself
         longrow(scores if scores is not None else logits, row_ends, row_starts, out, nblocks, width, k, row_repeat,
-                sel, block_scores=True, pdl=bool(facts.get("pdl")), sync=kept)
+                sel, block_scores=True, pdl=bool(facts.get("pdl")))
     elif fused:
         kflags = None if plan.flags_kernel else flags
         hier(logits, row_ends, row_starts, out, ws, kept, kflags, nblocks, width, k, row_repeat, sel,
