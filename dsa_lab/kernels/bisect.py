@@ -41,7 +41,48 @@ def _probe(lo, hi, c_lo, c_hi, t, interp):
 
 
 @triton.jit
-def _kth(h, n, k, lo, hi):
+def _kth_step(h, k, lo, hi, c_lo, c_hi, interp, SNAP: tl.constexpr):
+    """One step of :func:`_kth`: ``(lo, hi, c_lo, c_hi, interp, T, f, go)`` after it.  ``SNAP``: a probe that finds
+    no word between it and the bound it replaces also moves that bound on to the nearest word."""
+    top1 = k - c_hi == 1
+    if top1 | (c_lo - k == 1):
+        # the largest word below hi (f = 0: base = c_hi words above it), or the smallest at or above lo (f = 1:
+        # base = c_lo at or above it): one max, over the words or their complements (~h reverses the order)
+        inv = top1.to(tl.int32) - 1
+        lb = tl.where(top1, -2147483648, lo.to(tl.int32))
+        ub = tl.where(top1, (hi - 1).to(tl.int32), 2147483647)
+        T = tl.max(tl.where((h >= lb) & (h <= ub), h ^ inv, -2147483648)) ^ inv
+        f = (top1 == 0).to(tl.int32)
+        go = c_lo < 0  # (false)
+    else:
+        m = (c_lo - c_hi) // 16
+        mid = _probe(lo, hi, c_lo, c_hi, tl.where(c_lo - k > k - c_hi, k + m, k - m), interp != 0)
+        c = tl.sum((h >= mid.to(tl.int32)).to(tl.int32))
+        big = c >= k
+        w0 = c_lo - c_hi
+        if SNAP:
+            gap = c == tl.where(big, c_lo, c_hi)  # no word between the probe and the bound it replaces
+        lo = tl.where(big, mid, lo)
+        c_lo = tl.where(big, c, c_lo)
+        hi = tl.where(big, hi, mid)
+        c_hi = tl.where(big, c_hi, c)
+        if SNAP:
+            if gap & (hi - lo > 1):  # the count holds up to the nearest word
+                m32 = mid.to(tl.int32)
+                if big:
+                    lo = tl.min(tl.where(h >= m32, h, 2147483647)).to(tl.int64)
+                else:
+                    hi = tl.max(tl.where(h < m32, h, -2147483648)).to(tl.int64) + 1
+        interp = ((interp == 0) | (2 * (c_lo - c_hi) <= w0)).to(tl.int32)
+        go = (hi - lo > 1) & (c_lo != k)
+        # ended: exact at lo (every word >= lo, f = 1, base = c_lo = k), or one value left (lo: c_hi above it)
+        T = lo.to(tl.int32)
+        f = (c_lo == k).to(tl.int32)
+    return lo, hi, c_lo, c_hi, interp, T, f, go
+
+
+@triton.jit
+def _kth(h, n, k, lo, hi, SNAP: tl.constexpr = 0):
     """``(T, base, f)`` of the words ``h`` (``n`` of them, all in ``[lo, hi)``; the others below ``lo``), ``k < n``:
     the ``k`` largest are every word ``> T`` plus the first ``k - base + f * ties`` equal to ``T`` (``ties`` of
     them; ``base`` counts the words ``> T`` where ``f = 0``, those ``>= T`` where ``f = 1``).  Steps interpolate
@@ -50,39 +91,26 @@ def _kth(h, n, k, lo, hi):
     words between them; else they bisect: a few steps on smoothly spread words, at most about twice the bisection's
     32.  Where one word is missing above the lower bound's count or one is left over below the upper bound's, the
     largest word below the upper bound (or the smallest at or above the lower) is the k-th: one reduction ends the
-    search where halving a range holding two far-apart words takes up to 32 steps."""
+    search where halving a range holding two far-apart words takes up to 32 steps.  ``SNAP > 0``: the first ``SNAP``
+    steps as above, in a loop of their own; the steps after them (a few clusters of words far apart) also move a
+    bound past an empty range on to the nearest word, one reduction where halving that range takes many.  Searches
+    over smoothly spread words end within the first loop, whose code is the search without the snap."""
     c_lo = n
     c_hi = tl.zeros([], tl.int32)
     interp = tl.zeros([], tl.int32) + 1
     T = lo.to(tl.int32)
     f = tl.zeros([], tl.int32)
     go = hi - lo > 1
-    while go:
-        top1 = k - c_hi == 1
-        if top1 | (c_lo - k == 1):
-            # the largest word below hi (f = 0: base = c_hi words above it), or the smallest at or above lo (f = 1:
-            # base = c_lo at or above it): one max, over the words or their complements (~h reverses the order)
-            inv = top1.to(tl.int32) - 1
-            lb = tl.where(top1, -2147483648, lo.to(tl.int32))
-            ub = tl.where(top1, (hi - 1).to(tl.int32), 2147483647)
-            T = tl.max(tl.where((h >= lb) & (h <= ub), h ^ inv, -2147483648)) ^ inv
-            f = (top1 == 0).to(tl.int32)
-            go = c_lo < 0  # (false)
-        else:
-            m = (c_lo - c_hi) // 16
-            mid = _probe(lo, hi, c_lo, c_hi, tl.where(c_lo - k > k - c_hi, k + m, k - m), interp != 0)
-            c = tl.sum((h >= mid.to(tl.int32)).to(tl.int32))
-            big = c >= k
-            w0 = c_lo - c_hi
-            lo = tl.where(big, mid, lo)
-            c_lo = tl.where(big, c, c_lo)
-            hi = tl.where(big, hi, mid)
-            c_hi = tl.where(big, c_hi, c)
-            interp = ((interp == 0) | (2 * (c_lo - c_hi) <= w0)).to(tl.int32)
-            go = (hi - lo > 1) & (c_lo != k)
-            # ended: exact at lo (every word >= lo, f = 1, base = c_lo = k), or one value left (lo: c_hi above it)
-            T = lo.to(tl.int32)
-            f = (c_lo == k).to(tl.int32)
+    if SNAP > 0:
+        step = tl.zeros([], tl.int32)
+        while go & (step < SNAP):
+            lo, hi, c_lo, c_hi, interp, T, f, go = _kth_step(h, k, lo, hi, c_lo, c_hi, interp, False)
+            step += 1
+        while go:
+            lo, hi, c_lo, c_hi, interp, T, f, go = _kth_step(h, k, lo, hi, c_lo, c_hi, interp, True)
+    else:
+        while go:
+            lo, hi, c_lo, c_hi, interp, T, f, go = _kth_step(h, k, lo, hi, c_lo, c_hi, interp, False)
     return T, tl.where(f != 0, c_lo, c_hi), f
 
 

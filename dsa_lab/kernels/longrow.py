@@ -110,7 +110,7 @@ def _rank_word(h, n, r):
                         tl.reshape(h, [N], can_reorder=True)), 0, _min_max)
     T = tl.where(n == r, lo, NEG_HI)
     if n > r:
-        T, base, f = _kth(h, n, r, lo.to(tl.int64), hi.to(tl.int64) + 1)
+        T, base, f = _kth(h, n, r, lo.to(tl.int64), hi.to(tl.int64) + 1, SNAP=12)
         if f != 0:  # `base` words at or above T, T's ties the last: the r-th is T unless all of them are dropped
             if base - r >= tl.sum((h == T).to(tl.int32)):
                 T = tl.min(tl.where(h > T, h, INT_MAX))
