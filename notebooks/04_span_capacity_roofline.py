@@ -473,14 +473,15 @@ if tok[0]:
 
 # %% [markdown]
 # **What it means.** Every point of the grid, every value law and every prefill shape is faster than
-# `torch.topk`: the grid medians are 4.3-5.5x, the smallest grid point 3.7x, so the target of a 4x median holds at
-# every width (both k together: 4.39 / 4.67 / 4.95 / 5.28x). Six of the seven value laws run within 1.32x the time
-# of normal values (`x_normal`). A narrow `band` of values with sparse outliers takes 1.57x at 64 x 256K (1.32x
-# at 640 x 64K), over the 1.5x targeted: the stream's last changes (below) took 14 % off normal values there and
-# none off `band`, whose excess lies in its sample's search and its tie (`docs/limits.md`). A search that moves a
-# bound past an empty range on to the nearest word from its 12th step meets the 1.5x there (86-87 µs), but its
-# added code costs normal values 1.5-3 %, so it is not kept (changelog). The one-read floor is still off: 1.87x at
-# 640 x 256K, 2.7-4.2x in prefill; the 1.3x targeted is open.
+# `torch.topk`: the grid medians are 4.3-5.6x, the smallest grid point 3.6x, so the target of a 4x median holds at
+# every width (both k together: 4.34 / 4.62 / 4.88 / 5.27x). Every value law runs within 1.32x the time of normal
+# values (`x_normal`), the 1.5x targeted: the slowest is a narrow `band` of values with sparse outliers, 1.32x at
+# 64 x 256K and 1.16x at 640 x 64K. It took 1.57x before two changes kept together (changelog): the sample launch
+# now zeroes each row's counters in the call's own buffer, so no buffer is kept between calls and no reset or
+# barrier is left in the finish (normal values 0.99x over the A/B's points, 64 x 256K 60 to 54 µs), and from a
+# search's 12th step a probe that finds no word between it and the bound it replaces moves that bound on to the
+# nearest word, one reduction where halving the empty range between `band`'s clusters took about 30 steps. The
+# one-read floor is still off: 1.80x at 640 x 256K, 2.5-3.8x in prefill; the 1.3x targeted is open.
 #
 # Ties that overflow the buffer used to cost the stream as well: every tile sent its ties through the buffer's
 # slots (an atomic, a scan, the stores) even after it was full. Now a program that has seen the buffer full only
@@ -840,9 +841,9 @@ if peers[0] and tok[0]:
 
 # %% [markdown]
 # **What it means.** Against FlashInfer's radix top-k (its times transcribed, each ratio against its own
-# process's `torch`) the select is faster at all ten of its shapes: 1.64-3.06x its speed at 128K-256K columns, 1-640
-# rows, and 1.12x / 1.15x at its two of 64K. The published cluster kernel is 1.2x as fast at 64 x 256K (49.5 µs
-# against 61.0); vLLM's persistent top-k takes 22.1 µs at 4 x 160K, against 18.7 here. Those kernels are CUDA only;
+# process's `torch`) the select is faster at all ten of its shapes: 1.64-2.89x its speed at 128K-256K columns, 1-640
+# rows, and 1.15x / 1.17x at its two of 64K. The published cluster kernel is 1.1x as fast at 64 x 256K (49.5 µs
+# against 54.7); vLLM's persistent top-k takes 22.1 µs at 4 x 160K, against 19.4 here. Those kernels are CUDA only;
 # none of them runs on ROCm.
 #
 # The record before this one (e521f8f) had two launches: the row's last program to arrive finished it alone,
@@ -878,30 +879,32 @@ if cx[0]:
     print(f"the rule picks the slower of the two at {len(missed)} of {len(rows_cx)} points")
 
 # %% [markdown]
-# **What it means.** From 128K columns the long-row select wins from one row (14-17 µs against the radix's
+# **What it means.** From 128K columns the long-row select wins from one row (14-18 µs against the radix's
 # 32-53: the radix pays a pass per digit over the row). The rule: rows of 2^16 columns and more at any row count,
 # narrower rows from 2^20 columns in all (`plans.LONGROW_MIN_WIDTH`, `plans.LONGROW_MIN_COLUMNS`). It is a shape
 # rule, so it adds no compiled variant. Its bound was 2^17 while the two were within 15 % at 64K up to 8 rows; with
 # the 4096-word sample the long-row select won there at 5 of 8 points (the radix 7-27 % slower), so the bound moved
 # to 2^16. In this record the rule picks the faster kernel at every point; the closest are 2-4 rows of 64K at
-# k = 2048, where the radix takes 1.34-1.36x the time.
+# k = 2048, where the radix takes 1.29-1.32x the time.
 #
 # **Correctness.** The fuzz menu's long-row entries draw widths above 32768 columns, k from 257 to 2048, token and
 # block-size-1 candidate calls and every value law. They poison the output and check every slot against the exact
 # reference. The named matrix's long-row cases pin the laws, ragged and zero lengths, k above the live length and
 # row repeats at GPU sizes. The concurrency check ran the long-row select on four streams, two threads and
-# concurrent graphs. All of these ran on the current kernels; the first fuzz below is theirs, the second the
-# kernels' before the stream's loop was trimmed (the one-warp stream), the third the four-warp stream's:
+# concurrent graphs. All of these ran on the current kernels; their fuzz (the first below) is 6,696 cases, short of
+# the 50,000 targeted, which the kernels one change before met (the second below: 74,302 cases; the third is the
+# one-warp stream's before its loop was trimmed):
 
 # %%
-for name in ("fuzz_longrow.json", "fuzz_longrow_055cf67.json", "fuzz_longrow_90c7071.json", "verify_matrix_long.csv",
+for name in ("fuzz_longrow.json", "fuzz_longrow_5c9d1f9.json", "fuzz_longrow_055cf67.json", "verify_matrix_long.csv",
              "streams.json"):
     print(records.summarize_verification(records.data_dir() / "h100" / "longrow" / name))
 
 # %% [markdown]
 # **Compile once.** The long-row select is three kernels, two forms each (logits, and block scores at block size
 # 1): six variants in the warm list, none chosen by a shape. Fresh processes after `dsa-lab warmup`, each making the
-# first call at long-row shapes the warm list never used (`dsa-lab coldstart --long`, on the current kernels):
+# first call at long-row shapes the warm list never used (`dsa-lab coldstart --long`, on the kernels one change
+# before the current ones, with the same six variants and warm list; not re-run on the current ones):
 
 # %%
 cold = records.load_records("longrow/coldstart_long", gpu="h100")
@@ -922,9 +925,9 @@ if v32[0]:
     print(tables.format_table(longrow.step_rows(v32[0], block_size=1)))
 
 # %% [markdown]
-# **What it means.** The fused step is 1.6-3.0x the upstream composition's speed, every point checked against
-# `torch.topk`'s ids. At one sequence the select is most of the step (27-28 of 34-47 µs: the small-batch floor
-# above). From 32 sequences the producer is (its FP8 scores over 128K tokens), and the select is 9-18 % of the
+# **What it means.** The fused step is 1.6-3.2x the upstream composition's speed, every point checked against
+# `torch.topk`'s ids. At one sequence the select is most of the step (23-26 of 31-44 µs: the small-batch floor
+# above). From 32 sequences the producer is (its FP8 scores over 128K tokens), and the select is 8-16 % of the
 # step.
 
 # %% [markdown]
