@@ -76,6 +76,7 @@ LONGROW_WORDS = 8  # words a long-row stream thread holds a step: its tile is th
 LONGROW_WARPS = 1  # warps a long-row stream program: its tile loop reduces within a warp (no barrier)
 LONGROW_PROGRAMS = 64  # long-row stream programs per SM in all, at most (one tile each at least)
 LONGROW_NB = 2048  # buckets of the long-row finish's histogram (of the candidates' distance above the threshold)
+LONGROW_HS = 4  # copies of a row's histogram: its stream programs' atomics spread over them (a tie's one bucket)
 LONGROW_MIN_WIDTH = 1 << 16  # the long-row select on rows this wide at any row count (the radix's passes cost more)
 LONGROW_MIN_COLUMNS = 1 << 20  # and on narrower rows from this many columns in all (rows x width); the radix below
 SCORES_MULT = 32  # scores launch: about 32 x SM programs in all
@@ -254,6 +255,7 @@ class Longrow:
     stream_regs: int = 0  # the stream's register cap (CUDA; 0: none): more of its programs share an SM
     fin_warps: int = 16
     NB: int = LONGROW_NB
+    HS: int = LONGROW_HS
     warp_size: int = 32
     hip: bool = False  # an AMD target (gfx): the finish waits for its stores before the barrier after which it reads
     # them back (Triton's barrier there is a bare s_barrier)

@@ -21,7 +21,7 @@ from dsa_lab.launch import select as launch
 from dsa_lab.select import topk_select_reference
 
 SMALL = dict(CAP=96, CAP_EQ=32, FT=128, FT_EQ=32, FB=16, TILE=64, STILE=64, NCH=16, CH=4, num_warps=4, stream_warps=4,
-             fin_warps=4, NB=64)
+             fin_warps=4, NB=64, HS=2)
 
 
 def small(P=3, **kw):
@@ -121,11 +121,11 @@ def _stream(x, lens, k, plan):
     thr = _sample(x, lens, k, plan)
     gtw, gtc = (torch.empty(rows * plan.CAP, dtype=torch.int32) for _ in range(2))
     eqc = torch.full((rows, plan.CAP_EQ), -7, dtype=torch.int32)
-    cnt, hist = torch.zeros(rows, 4, dtype=torch.int32), torch.zeros(rows, plan.NB, dtype=torch.int32)
+    cnt, hist = torch.zeros(rows, 4, dtype=torch.int32), torch.zeros(rows, plan.HS, plan.NB, dtype=torch.int32)
     run(kernel._longrow_stream_kernel, (rows, plan.P), x, x.stride(0), lens, lens, thr, gtw, gtc, eqc, cnt, hist,
         n, n, k, 1, plan.P, plan.CAP, plan.CAP_EQ, 1, 0, BLOCK_SCORES=False, TILE=plan.TILE, LANES=plan.lanes,
-        NB=plan.NB, PDL=False, num_warps=plan.stream_warps)
-    return thr[0::2], cnt, hist, eqc
+        NB=plan.NB, HS=plan.HS, PDL=False, num_warps=plan.stream_warps)
+    return thr[0::2], cnt, hist.sum(1), eqc
 
 
 @pytest.mark.parametrize("dist", ["few_values", "equal", "normal"])

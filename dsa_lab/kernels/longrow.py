@@ -264,7 +264,8 @@ def _bucket(h, T, sh, NB: tl.constexpr):
 @triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "P", "CAP", "CAP_EQ", "has_len", "has_start"])
 def _longrow_stream_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, gtw_ptr, gtc_ptr, eqc_ptr, sync_ptr,
                            hist_ptr, n, width, k, rr, P, CAP, CAP_EQ, has_len, has_start, BLOCK_SCORES: tl.constexpr,
-                           TILE: tl.constexpr, LANES: tl.constexpr, NB: tl.constexpr, PDL: tl.constexpr):
+                           TILE: tl.constexpr, LANES: tl.constexpr, NB: tl.constexpr, HS: tl.constexpr,
+                           PDL: tl.constexpr):
     """Grid ``(rows, P)``: program ``p`` streams its share of row ``r`` once.  Words above ``T = thr[r, 0]`` go to
     ``gtw[r, slot]`` with their columns to ``gtc[r, slot]`` (int32 ``[rows, CAP]``) and are counted in
     ``hist[r, bucket]`` (:func:`_bucket`, int32 ``[rows, NB]``), the columns of words equal to it go to
@@ -296,7 +297,7 @@ def _longrow_stream_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, gtw
         T = tl.load(thr_ptr + 2 * row)
         sh = tl.load(thr_ptr + 2 * row + 1)
         srow = sync_ptr + row.to(tl.int64) * 4
-        hrow = hist_ptr + row.to(tl.int64) * NB
+        hrow = hist_ptr + (row.to(tl.int64) * HS + p % HS) * NB  # the program's copy of the row's histogram
         gbase = row.to(tl.int64) * CAP
         ebase = row.to(tl.int64) * CAP_EQ
         # once the program has seen the buffer of equal columns full, the finish scans the row for them instead: the
@@ -379,7 +380,7 @@ def _tie_scan(src_ptr, row_off, out_ptr, obase, T, need, seen, t0, end, L, start
 def _longrow_finish_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, out_ptr, gtw_ptr, gtc_ptr, eqc_ptr,
                            sync_ptr, hist_ptr, n, width, k, rr, CAP, CAP_EQ, has_len, has_start,
                            BLOCK_SCORES: tl.constexpr, FT: tl.constexpr, FT_EQ: tl.constexpr, FL: tl.constexpr,
-                           FB: tl.constexpr, NB: tl.constexpr, STILE: tl.constexpr, KT: tl.constexpr,
+                           FB: tl.constexpr, NB: tl.constexpr, HS: tl.constexpr, STILE: tl.constexpr, KT: tl.constexpr,
                            PDL: tl.constexpr, HIP: tl.constexpr):
     """Grid ``(rows,)``: row ``r``'s ids to ``out[r, :k]`` (every slot) from the stream launch's candidates
     (``CAP <= FT`` and ``CAP_EQ <= FT_EQ``: a register tile holds either buffer, as :func:`_tile` of ``FL``
@@ -395,14 +396,15 @@ def _longrow_finish_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, out
     gt = tl.load(srow + 1)
     eq = tl.load(srow + 2)
     bins = tl.arange(0, NB)
-    hrow = hist_ptr + row.to(tl.int64) * NB
-    hist = tl.load(hrow + bins)
+    hix = tl.arange(0, HS)[:, None] * NB + bins[None, :]
+    hrow = hist_ptr + row.to(tl.int64) * (HS * NB)
+    hist = tl.sum(tl.load(hrow + hix), axis=0)
     T = tl.load(thr_ptr + 2 * row)  # (with the counts: one round trip)
     sh = tl.load(thr_ptr + 2 * row + 1)
     tl.debug_barrier()  # every thread has its counts before one of them resets them
     tl.store(srow + 1, 0)
     tl.store(srow + 2, 0)
-    tl.store(hrow + bins, tl.zeros([NB], tl.int32))
+    tl.store(hrow + hix, tl.zeros([HS, NB], tl.int32))
     row_off = row.to(tl.int64) * src_stride
     obase = row.to(tl.int64) * k
     gbase = row.to(tl.int64) * CAP

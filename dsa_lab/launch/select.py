@@ -107,12 +107,12 @@ def longrow(src, len_t, start_t, out, n, width, k, rr, plan: plans.Longrow, *, b
     g, e = rows * plan.CAP, rows * plan.CAP_EQ
     buf = torch.empty((a + 2 * g + e,), dtype=torch.int32, device=src.device)
     thr, gtw, gtc, eqc = buf[:2 * rows], buf[a:a + g], buf[a + g:a + 2 * g], buf[a + 2 * g:]
-    cnt, hist = sync[:rows * 4], sync[rows * 4:rows * (4 + plan.NB)]
+    cnt, hist = sync[:rows * 4], sync[rows * 4:rows * (4 + plan.HS * plan.NB)]
     bounds = (len_t if len_t is not None else out, start_t if start_t is not None else out)
     shape = (n, width, k, rr)
     has = (int(len_t is not None), int(start_t is not None))
     pdl, extra = _pdl(pdl)
-    bs = dict(BLOCK_SCORES=bool(block_scores), NB=plan.NB)
+    bs = dict(BLOCK_SCORES=bool(block_scores), NB=plan.NB, HS=plan.HS)
     # the sample launch is a full dependent of the work before it (no ``launch_pdl``): the stream reads its first
     # tile before its wait on the sample
     run(_longrow._longrow_sample_kernel, (rows,), src, src.stride(0), *bounds, thr, *shape, plan.CAP, plan.CAP_EQ,
@@ -144,9 +144,10 @@ def totals(device: torch.device, rows: int) -> torch.Tensor:
 
 def longrow_sync(device: torch.device, rows: int) -> torch.Tensor:
     """The long-row select's per-row counters ``int32 [rows, 4]`` (words above and equal to the threshold in slots
-    1 and 2), then its per-row bucket counts ``int32 [rows, plans.LONGROW_NB]``: zero, each row's reset by the
-    program that finishes it."""
-    return scratch.zeroed("longrow_sync", device, rows * (4 + plans.LONGROW_NB), capturing=_checks.capturing())
+    1 and 2), then its per-row bucket counts ``int32 [rows, plans.LONGROW_HS, plans.LONGROW_NB]`` (copies the finish
+    sums): zero, each row's reset by the program that finishes it."""
+    numel = rows * (4 + plans.LONGROW_HS * plans.LONGROW_NB)
+    return scratch.zeroed("longrow_sync", device, numel, capturing=_checks.capturing())
 
 
 def _kept(plan, rows: int, device) -> torch.Tensor | None:
