@@ -112,7 +112,7 @@ def longrow(src, len_t, start_t, out, n, width, k, rr, plan: plans.Longrow, *, b
     shape = (n, width, k, rr)
     has = (int(len_t is not None), int(start_t is not None))
     pdl, extra = _pdl(pdl)
-    bs = dict(BLOCK_SCORES=bool(block_scores), NB=plan.NB, HS=plan.HS)
+    bs = dict(BLOCK_SCORES=bool(block_scores), NB=plan.NB)
     # the sample launch is a full dependent of the work before it (no ``launch_pdl``): the stream reads its first
     # tile before its wait on the sample
     run(_longrow._longrow_sample_kernel, (rows,), src, src.stride(0), *bounds, thr, *shape, plan.CAP, plan.CAP_EQ,
@@ -121,11 +121,11 @@ def longrow(src, len_t, start_t, out, n, width, k, rr, plan: plans.Longrow, *, b
     # the block-score form holds a row's start and newest column as well: 16 more registers, or it spills
     cap = {"maxnreg": plan.stream_regs + 16 * bool(block_scores)} if plan.stream_regs else {}
     run(_longrow._longrow_stream_kernel, (rows, plan.P), src, src.stride(0), *bounds, thr, gtw, gtc, eqc, cnt, hist,
-        *shape, plan.P, plan.CAP, plan.CAP_EQ, *has, **bs, TILE=plan.TILE, LANES=plan.lanes, PDL=pdl,
+        *shape, plan.P, plan.CAP, plan.CAP_EQ, *has, **bs, HS=plan.HS, TILE=plan.TILE, LANES=plan.lanes, PDL=pdl,
         num_warps=plan.stream_warps,
         **cap, **extra)
     run(_longrow._longrow_finish_kernel, (rows,), src, src.stride(0), *bounds, thr, out, gtw, gtc, eqc, cnt, hist,
-        *shape, plan.CAP, plan.CAP_EQ, *has, **bs, FT=plan.FT, FT_EQ=plan.FT_EQ, FL=plan.FL, FB=plan.FB,
+        *shape, plan.CAP, plan.CAP_EQ, *has, **bs, HS=plan.HS, FT=plan.FT, FT_EQ=plan.FT_EQ, FL=plan.FL, FB=plan.FB,
         STILE=plan.STILE, KT=plans.KT, PDL=pdl, HIP=plan.hip, num_warps=plan.fin_warps, **extra)
     return out
 
