@@ -103,11 +103,10 @@ def _min_max(a0, b0, a1, b1):
 
 @triton.jit
 def _rank_word(h, n, r):
-    """The ``r``-th largest of the ``n`` words ``h`` above ``NEG_HI`` (the others ``NEG_HI``), or ``NEG_HI`` when
-    ``n < r``; ``r >= 1``."""
-    N: tl.constexpr = h.numel
-    lo, hi = tl.reduce((tl.reshape(tl.where(h > NEG_HI, h, INT_MAX), [N], can_reorder=True),
-                        tl.reshape(h, [N], can_reorder=True)), 0, _min_max)
+    """The ``r``-th largest of the ``n`` words ``h`` (a 2-D tile) above ``NEG_HI`` (the others ``NEG_HI``), or
+    ``NEG_HI`` when ``n < r``; ``r >= 1``."""
+    lo, hi = tl.reduce((tl.where(h > NEG_HI, h, INT_MAX), h), 0, _min_max)  # (min, max) over axis 0, then the rest
+    lo, hi = tl.reduce((lo, hi), 0, _min_max)
     T = tl.where(n == r, lo, NEG_HI)
     if n > r:
         T, base, f = _kth(h, n, r, lo.to(tl.int64), hi.to(tl.int64) + 1, SNAP=12)
