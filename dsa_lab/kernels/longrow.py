@@ -40,6 +40,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from .._env import interpreter_active
 from .bisect import _kth
 from .common import NEG_HI, fill_tail, pick_digit, row_extent, tl_ordered_hi
 from .common import tl_cuda as _tl_cuda
@@ -101,12 +102,19 @@ def _min_max(a0, b0, a1, b1):
     return tl.minimum(a0, a1), tl.maximum(b0, b1)
 
 
+# the interpreter's reduction over all axes flattens only the first of several inputs
+_INTERPRETED = tl.constexpr(interpreter_active())
+
+
 @triton.jit
 def _rank_word(h, n, r):
-    """The ``r``-th largest of the ``n`` words ``h`` (a 2-D tile) above ``NEG_HI`` (the others ``NEG_HI``), or
-    ``NEG_HI`` when ``n < r``; ``r >= 1``."""
-    lo, hi = tl.reduce((tl.where(h > NEG_HI, h, INT_MAX), h), 0, _min_max)  # (min, max) over axis 0, then the rest
-    lo, hi = tl.reduce((lo, hi), 0, _min_max)
+    """The ``r``-th largest of the ``n`` words ``h`` above ``NEG_HI`` (the others ``NEG_HI``), or ``NEG_HI`` when
+    ``n < r``; ``r >= 1``."""
+    if _INTERPRETED:  # (h a 2-D tile)
+        lo, hi = tl.reduce((tl.where(h > NEG_HI, h, INT_MAX), h), 0, _min_max)
+        lo, hi = tl.reduce((lo, hi), 0, _min_max)
+    else:  # (minimum, maximum) in one reduction
+        lo, hi = tl.reduce((tl.where(h > NEG_HI, h, INT_MAX), h), None, _min_max)
     T = tl.where(n == r, lo, NEG_HI)
     if n > r:
         T, base, f = _kth(h, n, r, lo.to(tl.int64), hi.to(tl.int64) + 1, SNAP=12)
