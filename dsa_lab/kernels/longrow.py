@@ -40,7 +40,6 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .._env import interpreter_active
 from .bisect import _kth
 from .common import NEG_HI, fill_tail, pick_digit, row_extent, tl_ordered_hi
 from .common import tl_cuda as _tl_cuda
@@ -103,7 +102,7 @@ def _min_max(a0, b0, a1, b1):
 
 
 # the interpreter's reduction over all axes flattens only the first of several inputs
-_INTERPRETED = tl.constexpr(interpreter_active())
+_INTERPRETED = tl.constexpr(bool(triton.knobs.runtime.interpret))
 
 
 @triton.jit
