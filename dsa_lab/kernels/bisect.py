@@ -106,11 +106,8 @@ def _kth(h, n, k, lo, hi, SNAP: tl.constexpr = 0):
         while go & (step < SNAP):
             lo, hi, c_lo, c_hi, interp, T, f, go = _kth_step(h, k, lo, hi, c_lo, c_hi, interp, False)
             step += 1
-        while go:
-            lo, hi, c_lo, c_hi, interp, T, f, go = _kth_step(h, k, lo, hi, c_lo, c_hi, interp, True)
-    else:
-        while go:
-            lo, hi, c_lo, c_hi, interp, T, f, go = _kth_step(h, k, lo, hi, c_lo, c_hi, interp, False)
+    while go:
+        lo, hi, c_lo, c_hi, interp, T, f, go = _kth_step(h, k, lo, hi, c_lo, c_hi, interp, SNAP > 0)
     return T, tl.where(f != 0, c_lo, c_hi), f
 
 
