@@ -25,6 +25,22 @@ def test_rows_are_concurrency_by_next_n():
     assert ab_arms.parse_rows("1,32,128x5") == [(1, 1), (32, 1), (128, 5)]
 
 
+def test_profile_summary_timeline():
+    """Each kernel's mean time, the call's median span and its launches' median start and end from the call's first
+    kernel start, from two replays given out of order (a dependent launch starting before the one before ends)."""
+    from types import SimpleNamespace as NS
+
+    def ev(name, start, end):
+        return NS(name=f"{name}(int, float)", time_range=NS(start=start, end=end))
+
+    replays = [[ev("a", 0, 10), ev("b", 8, 30), ev("c", 28, 40)],
+               [ev("a", 100, 112), ev("b", 110, 134), ev("c", 131, 146)]]
+    by, span, line = ab_arms.profile_summary([e for r in replays for e in r][::-1], reps=2)
+    assert by == {"a": 11, "b": 23, "c": 13.5}
+    assert span == 43  # median of 40 and 46
+    assert line == [("a", 0, 11), ("b", 9, 32), ("c", 29.5, 43)]
+
+
 def _ab(tmp_path, *argv):
     out = tmp_path / "ab.csv"
     assert cli.main(["ab", str(out), *argv]) == 0

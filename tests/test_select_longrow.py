@@ -156,6 +156,57 @@ def test_longrow_stream_counts(dist, fresh_seed):
         assert int(cnt[0, 2]) > 4 * plan.CAP_EQ, (int(cnt[0, 2]), fresh_seed)
 
 
+def _stream_at(x, lens, words, plan, sh=20):
+    """The stream launch alone against given threshold words (bucket shift ``sh``), on zeroed counters: each row's
+    counters, buckets, candidate words and columns, and columns equal to its threshold."""
+    from dsa_lab.kernels import longrow as kernel
+    from dsa_lab.launch import run
+
+    rows, n = x.shape
+    thr = torch.tensor([v for w in words for v in (w, sh)], dtype=torch.int32)
+    cnt, hist = torch.zeros((rows, 4), dtype=torch.int32), torch.zeros((rows, plan.NB), dtype=torch.int32)
+    gtw, gtc = (torch.full((rows, plan.CAP), -7, dtype=torch.int32) for _ in range(2))
+    eqc = torch.full((rows, plan.CAP_EQ), -7, dtype=torch.int32)
+    run(kernel._longrow_stream_kernel, (rows, plan.P), x, x.stride(0), lens, lens, thr, gtw, gtc, eqc, cnt, hist,
+        n, n, 1, 1, plan.P, plan.CAP, plan.CAP_EQ, 1, 0, BLOCK_SCORES=False, TILE=plan.TILE, LANES=plan.lanes,
+        NB=plan.NB, PDL=False, num_warps=plan.stream_warps)
+    return cnt, hist, gtw, gtc, eqc
+
+
+# thresholds at every kind of word: the float compare's (-inf, a negative and a positive denormal, -1.0, 1.0, the
+# largest finite, +inf) and the ordered words' (-0.0, +0.0, NaN)
+_SPECIAL_WORDS = [NEG_INF_HI, int(ordered_hi(torch.tensor([-1e-45]))[0]), int(ordered_hi(torch.tensor([-1.0]))[0]), -1,
+                  0, int(ordered_hi(torch.tensor([1e-45]))[0]), int(ordered_hi(torch.tensor([1.0]))[0]),
+                  int(ordered_hi(torch.tensor([3.4028235e38]))[0]), 0x7F800000, 0x7FFFFFFF]
+
+
+@pytest.mark.parametrize("dist", ["specials", "signed_zero", "denormal", "nan_payloads"])
+def test_longrow_stream_at_special_thresholds(dist, fresh_seed):
+    """Against a threshold at any word (the compares as floats, where exact, or as ordered words: zero's and NaN's
+    words), the stream's counts, buckets and buffers are exact: every word above the threshold with its column, once,
+    in the bucket of its distance above it, and distinct columns of the words equal to it (none at -inf)."""
+    gen = torch.Generator().manual_seed(fresh_seed)
+    n = 700
+    plan = small(CAP=1024, CAP_EQ=64, FT=1024, FT_EQ=64)
+    x = fill(dist, len(_SPECIAL_WORDS), n, gen=gen)
+    lens = torch.randint(n // 2, n + 1, (len(_SPECIAL_WORDS),), generator=gen).to(torch.int32)
+    sh = 20
+    cnt, hist, gtw, gtc, eqc = _stream_at(x, lens, _SPECIAL_WORDS, plan, sh)
+    for r, T in enumerate(_SPECIAL_WORDS):
+        h = ordered_hi(x[r, :int(lens[r])]).to(torch.int64)
+        above, equal = h > T, (h == T) & (h > NEG_INF_HI)
+        gt, eq = int(above.sum()), int(equal.sum())
+        what = (dist, r, hex(T & 0xFFFFFFFF), fresh_seed)
+        assert (int(cnt[r, 1]), int(cnt[r, 2])) == (gt, eq), what
+        buckets = torch.clamp(((h[above] - T) & 0xFFFFFFFF) >> sh, max=plan.NB - 1)
+        assert hist[r].tolist() == torch.bincount(buckets, minlength=plan.NB).tolist(), what
+        got = sorted(zip(gtc[r, :gt].tolist(), gtw[r, :gt].tolist()))
+        want = [(c, int(h[c])) for c in above.nonzero().flatten().tolist()]
+        assert got == want, what
+        held = eqc[r, :min(eq, plan.CAP_EQ)]
+        assert len(set(held.tolist())) == len(held) and bool(equal[held.long()].all()), what
+
+
 def test_longrow_sample_rank(fresh_seed):
     """The threshold is the sample's word of rank :func:`dsa_lab.plans.longrow_rank`: the k-th word's rank scaled to
     the sample plus the margin (``RZ`` deviations and ``RB`` words), at most the rank that aims at half the buffer,

@@ -42,7 +42,7 @@ from .arms import arm_fn, check, inputs, is_tree, kernel_profile, parse_rows, re
 
 STAGES = ("topk", "select", "full", "producer")
 COLUMNS = ["stage", "k", "concurrency", "next_n", "rows", "context", "dist", "seed", "arm", "median_us", "p10_us",
-           "p90_us", "ratio_vs_first", "bad", "check", "span_us", "kernels"]  # topk: "width" for "context"
+           "p90_us", "ratio_vs_first", "bad", "check", "span_us", "kernels", "timeline"]  # topk: "width" for "context"
 
 
 def add_arguments(p) -> None:
@@ -83,13 +83,13 @@ def _decode_point(args, arms, stage, k, conc, nn, width, dist, seed, dev) -> lis
         for a in (arms if rep % 2 == 0 else arms[::-1]):
             last[a] = timing.time_fn(fns[a])
             meds[a].append(last[a].median_us)
-    prof = {a: kernel_profile(fn) if args.profile and timing.has_cuda() else ({}, float("nan"))
+    prof = {a: kernel_profile(fn) if args.profile and timing.has_cuda() else ({}, float("nan"), [])
             for a, fn in fns.items()}
     rows, line = [], []
     first = statistics.median(meds[arms[0]]) if args.reps else float("nan")
     for a in arms:
         m = statistics.median(meds[a]) if args.reps else float("nan")
-        kern, span = prof[a]
+        kern, span, line_ = prof[a]
         rows.append({"stage": stage, "k": k, "concurrency": conc, "next_n": nn, "rows": conc * nn,
                      "width" if stage == "topk" else "context": width,
                      "dist": dist, "seed": seed, "arm": a, "median_us": round(m, 3) if args.reps else None,
@@ -98,7 +98,8 @@ def _decode_point(args, arms, stage, k, conc, nn, width, dist, seed, dev) -> lis
                      "ratio_vs_first": round(m / first, 4) if args.reps else None, "bad": bad[a],
                      "check": f"mismatch:{bad[a]}/{conc * nn}" if bad[a] else "ok",
                      "span_us": round(span, 3) if kern else None,
-                     "kernels": ";".join(f"{n}={v:.2f}" for n, v in kern.items())})
+                     "kernels": ";".join(f"{n}={v:.2f}" for n, v in kern.items()),
+                     "timeline": ";".join(f"{n}@{b:.1f}-{e:.1f}" for n, b, e in line_)})
         line.append(f"{a} {m:8.2f}" + (f" BAD{bad[a]}" if bad[a] else "")
                     + (f" [{' '.join(f'{n[:14]}={v:.1f}' for n, v in kern.items())}]" if kern else ""))
     print(f"{stage} k{k} {conc:4d}x{nn} {width:6d} {dist}: " + " | ".join(line), flush=True)

@@ -147,9 +147,12 @@ def check(fn, ref_ids, ref_flags) -> int:
     return int(bad.sum())
 
 
-def kernel_profile(fn, reps: int = 20) -> tuple[dict, float]:
-    """``({kernel name: mean µs}, median span of one call in µs)`` from a profiled replay of a CUDA graph of one
-    call: the span runs from the call's first kernel start to its last kernel end."""
+def kernel_profile(fn, reps: int = 20) -> tuple[dict, float, list]:
+    """``({kernel name: mean µs}, median span of one call in µs, timeline)`` from a profiled replay of a CUDA graph of
+    one call: the span runs from the call's first kernel start to its last kernel end; the timeline lists the call's
+    kernels in launch order as ``(name, start, end)``, the medians over the replays of each one's start and end in µs
+    from the call's first kernel start (launches that overlap show it: a programmatic dependent starts before the
+    launch before it ends)."""
     from torch.profiler import ProfilerActivity, profile
 
     from ..timing import _capture
@@ -169,12 +172,23 @@ def kernel_profile(fn, reps: int = 20) -> tuple[dict, float]:
                 g.replay()
             s.synchronize()
     torch.cuda.current_stream().wait_stream(s)
-    ev = sorted((e for e in prof.events()
-                 if e.device_type.name == "CUDA" and "Memset" not in e.name and "Memcpy" not in e.name),
-                key=lambda e: e.time_range.start)
+    ev = [e for e in prof.events()
+          if e.device_type.name == "CUDA" and "Memset" not in e.name and "Memcpy" not in e.name]
+    return profile_summary(ev, reps)
+
+
+def profile_summary(events, reps: int) -> tuple[dict, float, list]:
+    """:func:`kernel_profile`'s numbers from the profiled kernels of ``reps`` replays of one call (objects with
+    ``name`` and ``time_range.start`` / ``.end`` in µs): the kernels sorted by start, ``len // reps`` a call."""
+    ev = sorted(events, key=lambda e: e.time_range.start)
     per = len(ev) // reps
     by: dict = {}
-    for e in ev:
-        by.setdefault(e.name.split("(")[0][:40], []).append(e.time_range.elapsed_us())
-    spans = [ev[i + per - 1].time_range.end - ev[i].time_range.start for i in range(0, per * reps, per)] if per else []
-    return {n: statistics.mean(v) for n, v in by.items()}, (statistics.median(spans) if spans else float("nan"))
+    for e in ev[:per * reps]:
+        by.setdefault(e.name.split("(")[0][:40], []).append(e.time_range.end - e.time_range.start)
+    firsts = range(0, per * reps, per)  # each replay's first kernel
+    spans = [ev[i + per - 1].time_range.end - ev[i].time_range.start for i in firsts] if per else []
+    line = [(ev[j].name.split("(")[0][:40],
+             statistics.median(ev[i + j].time_range.start - ev[i].time_range.start for i in firsts),
+             statistics.median(ev[i + j].time_range.end - ev[i].time_range.start for i in firsts)) for j in range(per)]
+    return ({n: statistics.mean(v) for n, v in by.items()}, (statistics.median(spans) if spans else float("nan")),
+            line)
