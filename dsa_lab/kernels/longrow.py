@@ -289,9 +289,9 @@ def _stream_share(src_ptr, row_off, nxt, lo, hi, lane, lane0, rix, T, T2, sh, sr
     loaded).  ``FLOAT``: the words above and equal to ``T`` found by comparing the values with ``T``'s float (one
     compare a value each, ``NaN`` above it), where that is exact: ``T`` is neither zero's word (``-0.0`` and ``+0.0``
     compare equal) nor ``NaN``'s; the ordered words are then formed only for the words stored.  Else every value's
-    ordered word is compared.  ``T2`` is ``T`` read again (a volatile load): the compares after the counts use it,
-    so that the compiler forms them again from the values instead of keeping every count's compare for them (it
-    packs what it keeps into bits of a register, three instructions a compare)."""
+    ordered word is compared.  ``T2`` equals ``T``, formed so that the compiler cannot tell: the compares after the
+    counts use it, so that they are formed again from the values instead of kept from the counts (the compiler packs
+    what it keeps into bits of a register, three instructions a compare)."""
     if FLOAT:
         Tf = tl_from_ordered_hi(T)
         Te = tl.where(T > NEG_HI, Tf, float("nan"))  # no ties at -inf (below every candidate): NaN equals nothing
@@ -408,7 +408,7 @@ def _longrow_stream_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, gtw
         _tl_cuda.gdc_wait()
     if lo < hi:
         T = tl.load(thr_ptr + 2 * row)
-        T2 = tl.load(thr_ptr + 2 * row, volatile=True)
+        T2 = T ^ (width >> 31)  # T (a width is not negative), as a value the compiler cannot see is T
         sh = tl.load(thr_ptr + 2 * row + 1)
         srow = sync_ptr + row.to(tl.int64) * 4
         hrow = hist_ptr + row.to(tl.int64) * NB
