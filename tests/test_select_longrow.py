@@ -173,8 +173,8 @@ def _stream_at(x, lens, words, plan, sh=20):
     return cnt, hist, gtw, gtc, eqc
 
 
-# thresholds at every kind of word: the float compare's (-inf, a negative and a positive denormal, -1.0, 1.0, the
-# largest finite, +inf) and the ordered words' (-0.0, +0.0, NaN)
+# thresholds at every kind of word: -inf, a negative and a positive denormal, -1.0, -0.0, +0.0, 1.0, the largest
+# finite, +inf, NaN
 _SPECIAL_WORDS = [NEG_INF_HI, int(ordered_hi(torch.tensor([-1e-45]))[0]), int(ordered_hi(torch.tensor([-1.0]))[0]), -1,
                   0, int(ordered_hi(torch.tensor([1e-45]))[0]), int(ordered_hi(torch.tensor([1.0]))[0]),
                   int(ordered_hi(torch.tensor([3.4028235e38]))[0]), 0x7F800000, 0x7FFFFFFF]
@@ -182,8 +182,8 @@ _SPECIAL_WORDS = [NEG_INF_HI, int(ordered_hi(torch.tensor([-1e-45]))[0]), int(or
 
 @pytest.mark.parametrize("dist", ["specials", "signed_zero", "denormal", "nan_payloads"])
 def test_longrow_stream_at_special_thresholds(dist, fresh_seed):
-    """Against a threshold at any word (the compares as floats, where exact, or as ordered words: zero's and NaN's
-    words), the stream's counts, buckets and buffers are exact: every word above the threshold with its column, once,
+    """Against a threshold at any word (a compare of values as floats would be wrong at zero's two words and at
+    NaN's), the stream's counts, buckets and buffers are exact: every word above the threshold with its column, once,
     in the bucket of its distance above it, and distinct columns of the words equal to it (none at -inf)."""
     gen = torch.Generator().manual_seed(fresh_seed)
     n = 700
