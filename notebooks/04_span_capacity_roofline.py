@@ -569,7 +569,23 @@ if prof[0]:
     print(tables.format_table(longrow.stage_rows(prof[0], arm="new")))
 
 # %% [markdown]
-# **What it means.** From 64 rows the stream launch is most of the time. It reads the row once, but at
+# The same kind of calls placed in time instead, with the current kernels (the `old` arm of `ab/ab_v8_float.csv`:
+# `dsa-lab ab --profile` records each launch's median start and end from the call's first kernel start). `before_us`
+# is how far into the call the stream's first program starts, `after_us` how long the finish runs past the stream's
+# last program, and the stream's rate is the rows' bytes over its span:
+
+# %%
+tl8 = records.load_records("longrow/ab/ab_v8_float", gpu="h100")
+print(records.record_status(tl8))
+if tl8[0]:
+    print(tables.format_table(longrow.timeline_rows(tl8[0], arm="old")))
+
+# %% [markdown]
+# **What it means.** From 64 rows the stream launch is most of the time. At 640 x 256K 62 of the call's 389 µs lie
+# outside it: its first programs start 24 µs in, as the sample launch's programs end, and the finish runs 38 µs past
+# its last one; over its own span it moves the rows at 2.07 TB/s. Within 1.3x the floor (282 µs) and with both ends
+# as they are, the stream would have 220 µs, the floor itself: the ends must shrink, not only the stream. The stream
+# reads the row once, but at
 # 0.9-2.1 TB/s, not the card's 3.2 TB/s. At a few rows the call takes 13-20 µs, and the launches that run one
 # program per row set it: the sample's search for its threshold word over its 4096 words, then the finish's for the
 # k-th word in its bucket, each step of them a reduction across the program's warps.

@@ -51,6 +51,36 @@ def test_stage_rows_split_a_profiled_call():
     assert (r["sample_us"], r["stream_us"], r["finish_us"], r["stream_GB/s"]) == ("12.0", "83.9", "11.5", "800")
 
 
+def test_timeline_rows_place_the_launches():
+    rows = [{"arm": "old", "rows": 640, "width": 262144, "k": 2048, "dist": "normal", "median_us": 389.2,
+             "timeline": "_longrow_sample_kernel@0.0-33.7;_longrow_stream_kernel@24.3-348.6;"
+                         "_longrow_finish_kernel@328.5-386.9"},
+            {"arm": "old", "rows": 64, "width": 262144, "k": 2048, "dist": "band", "median_us": 71.9,
+             "timeline": "_longrow_sample_kernel@0.0-12.6;_longrow_stream_kernel@1.2-56.1;"
+                         "_longrow_finish_kernel@47.8-70.8"},
+            {"arm": "new", "rows": 640, "width": 262144, "k": 2048, "dist": "normal", "median_us": 354.5,
+             "timeline": "_longrow_sample_kernel@0.0-33.6;_longrow_stream_kernel@24.3-313.8;"
+                         "_longrow_finish_kernel@271.9-352.2"},
+            {"arm": "old", "rows": 1, "width": 65536, "k": 2048, "median_us": 21.8,
+             "timeline": "_radix_par_kernel@0-7"}]
+    (r,) = longrow.timeline_rows(rows)
+    assert (r["stream"], r["finish"], r["before_us"], r["after_us"], r["stream_GB/s"]) == (
+        "24.3-348.6", "328.5-386.9", "24.3", "38.3", "2069")
+    assert [x["call_us"] for x in longrow.timeline_rows(rows, dist="band")] == ["71.9"]
+
+
+def test_recorded_timeline_places_every_launch():
+    """The committed H100 record of the current kernels: at every point the stream starts after the sample and the
+    finish after the stream, the finish ends last, and the call's median lies within 10 % of the last launch's end."""
+    rows, _, _ = records.load_records("longrow/ab/ab_v8_float", gpu="h100")
+    out = longrow.timeline_rows(rows)
+    assert len(out) == 16
+    for r in out:
+        (a0, a1), (s0, s1), (f0, f1) = (tuple(map(float, r[p].split("-"))) for p in ("sample", "stream", "finish"))
+        assert a0 == 0 <= s0 <= f0 and a1 <= f1 and s1 <= f1, r
+        assert 0.9 * float(r["call_us"]) <= f1 <= 1.1 * float(r["call_us"]), r
+
+
 def test_recorded_stages_account_for_the_call():
     """The committed H100 profile: the three launches of each long-row point add up to about its call (they
     overlap a little under programmatic dependent launch)."""

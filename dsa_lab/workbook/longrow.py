@@ -166,6 +166,32 @@ def stage_rows(rows, *, arm: str = "new") -> list[dict]:
     return out
 
 
+def timeline_rows(rows, *, arm: str = "old", dist: str = "normal") -> list[dict]:
+    """The long-row select's three launches placed in the call, from a ``dsa-lab ab --profile`` record's ``timeline``
+    (``name@start-end``: each launch's median start and end in µs from the call's first kernel start) at each point
+    where ``arm`` ran it on the value law ``dist``: each launch's span, ``before`` (how far into the call the stream's
+    first program starts), ``after`` (how long the last launch runs past the stream's end), and the stream's rate over
+    its span (rows x width x 4 bytes)."""
+    out = []
+    for r in rows or ():
+        if r.get("arm") != arm or str(r.get("dist") or "normal") != dist or "_longrow_stream" not in str(
+                r.get("timeline") or ""):
+            continue
+        at = {}
+        for part in str(r["timeline"]).split(";"):
+            name, span = part.rsplit("@", 1)
+            b0, e0 = (float(v) for v in span.split("-"))
+            at[name.replace("_longrow_", "").replace("_kernel", "")] = (b0, e0)
+        (s0, s1), (t0, t1) = at["stream"], at["finish"]
+        nbytes = int(r["rows"]) * int(r["width"]) * 4
+        out.append({"rows": int(r["rows"]), "width": int(r["width"]), "k": int(r["k"]),
+                    "call_us": f"{float(r['median_us']):.1f}", "sample": "{:.1f}-{:.1f}".format(*at["sample"]),
+                    "stream": f"{s0:.1f}-{s1:.1f}", "finish": f"{t0:.1f}-{t1:.1f}", "before_us": f"{s0:.1f}",
+                    "after_us": f"{max(t1, at['sample'][1]) - s1:.1f}",
+                    "stream_GB/s": f"{nbytes / (s1 - s0) / 1e3:.0f}"})
+    return out
+
+
 def stream_parts_rows(records_by_arm: dict, *, where: dict | None = None) -> list[dict]:
     """The stream launch's µs at each point under several trees (``{label: (rows, arm)}``: ``dsa-lab ab --profile``
     records and the arm in each), one column per label: an ablation read as what each part of the stream costs.
