@@ -118,19 +118,26 @@ def _thresholds(x, lens, k, plan) -> list[int]:
     return [int(t) for t in _sample(x, lens, k, plan)[0::2]]
 
 
-def _stream(x, lens, k, plan):
-    """The sample and stream launches alone: each row's threshold, its counts of words above and equal to it, its
-    bucket counts and its buffer of equal columns, as the finish would find them."""
+def _stream_launch(x, lens, thr, cnt, hist, plan):
+    """The stream launch alone on the given thresholds, counters and buckets: the candidate words and columns, and
+    the columns equal to each row's threshold."""
     from dsa_lab.kernels import longrow as kernel
     from dsa_lab.launch import run
 
     rows, n = x.shape
-    thr, cnt, hist = _sample_all(x, lens, k, plan)
-    gtw, gtc = (torch.empty(rows * plan.CAP, dtype=torch.int32) for _ in range(2))
+    gtw, gtc = (torch.full((rows, plan.CAP), -7, dtype=torch.int32) for _ in range(2))
     eqc = torch.full((rows, plan.CAP_EQ), -7, dtype=torch.int32)
     run(kernel._longrow_stream_kernel, (rows, plan.P), x, x.stride(0), lens, lens, thr, gtw, gtc, eqc, cnt, hist,
-        n, n, k, 1, plan.P, plan.CAP, plan.CAP_EQ, 1, 0, BLOCK_SCORES=False, TILE=plan.TILE, LANES=plan.lanes,
+        n, n, 1, 1, plan.P, plan.CAP, plan.CAP_EQ, 1, 0, BLOCK_SCORES=False, TILE=plan.TILE, LANES=plan.lanes,
         NB=plan.NB, PDL=False, num_warps=plan.stream_warps)
+    return gtw, gtc, eqc
+
+
+def _stream(x, lens, k, plan):
+    """The sample and stream launches alone: each row's threshold, its counts of words above and equal to it, its
+    bucket counts and its buffer of equal columns, as the finish would find them."""
+    thr, cnt, hist = _sample_all(x, lens, k, plan)
+    eqc = _stream_launch(x, lens, thr, cnt, hist, plan)[2]
     return thr[0::2], cnt, hist, eqc
 
 
@@ -159,18 +166,10 @@ def test_longrow_stream_counts(dist, fresh_seed):
 def _stream_at(x, lens, words, plan, sh=20):
     """The stream launch alone against given threshold words (bucket shift ``sh``), on zeroed counters: each row's
     counters, buckets, candidate words and columns, and columns equal to its threshold."""
-    from dsa_lab.kernels import longrow as kernel
-    from dsa_lab.launch import run
-
-    rows, n = x.shape
+    rows = x.shape[0]
     thr = torch.tensor([v for w in words for v in (w, sh)], dtype=torch.int32)
     cnt, hist = torch.zeros((rows, 4), dtype=torch.int32), torch.zeros((rows, plan.NB), dtype=torch.int32)
-    gtw, gtc = (torch.full((rows, plan.CAP), -7, dtype=torch.int32) for _ in range(2))
-    eqc = torch.full((rows, plan.CAP_EQ), -7, dtype=torch.int32)
-    run(kernel._longrow_stream_kernel, (rows, plan.P), x, x.stride(0), lens, lens, thr, gtw, gtc, eqc, cnt, hist,
-        n, n, 1, 1, plan.P, plan.CAP, plan.CAP_EQ, 1, 0, BLOCK_SCORES=False, TILE=plan.TILE, LANES=plan.lanes,
-        NB=plan.NB, PDL=False, num_warps=plan.stream_warps)
-    return cnt, hist, gtw, gtc, eqc
+    return (cnt, hist, *_stream_launch(x, lens, thr, cnt, hist, plan))
 
 
 # thresholds at every kind of word: -inf, a negative and a positive denormal, -1.0, -0.0, +0.0, 1.0, the largest

@@ -89,7 +89,7 @@ def _decode_point(args, arms, stage, k, conc, nn, width, dist, seed, dev) -> lis
     first = statistics.median(meds[arms[0]]) if args.reps else float("nan")
     for a in arms:
         m = statistics.median(meds[a]) if args.reps else float("nan")
-        kern, span, line_ = prof[a]
+        kern, span, timeline = prof[a]
         rows.append({"stage": stage, "k": k, "concurrency": conc, "next_n": nn, "rows": conc * nn,
                      "width" if stage == "topk" else "context": width,
                      "dist": dist, "seed": seed, "arm": a, "median_us": round(m, 3) if args.reps else None,
@@ -99,7 +99,7 @@ def _decode_point(args, arms, stage, k, conc, nn, width, dist, seed, dev) -> lis
                      "check": f"mismatch:{bad[a]}/{conc * nn}" if bad[a] else "ok",
                      "span_us": round(span, 3) if kern else None,
                      "kernels": ";".join(f"{n}={v:.2f}" for n, v in kern.items()),
-                     "timeline": ";".join(f"{n}@{b:.1f}-{e:.1f}" for n, b, e in line_)})
+                     "timeline": ";".join(f"{n}@{b:.1f}-{e:.1f}" for n, b, e in timeline)})
         line.append(f"{a} {m:8.2f}" + (f" BAD{bad[a]}" if bad[a] else "")
                     + (f" [{' '.join(f'{n[:14]}={v:.1f}' for n, v in kern.items())}]" if kern else ""))
     print(f"{stage} k{k} {conc:4d}x{nn} {width:6d} {dist}: " + " | ".join(line), flush=True)
