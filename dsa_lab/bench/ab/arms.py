@@ -181,13 +181,14 @@ def profile_summary(events, reps: int) -> tuple[dict, float, list]:
     """:func:`kernel_profile`'s numbers from the profiled kernels of ``reps`` replays of one call (objects with
     ``name`` and ``time_range.start`` / ``.end`` in µs): the kernels sorted by start, ``len // reps`` a call."""
     ev = sorted(events, key=lambda e: e.time_range.start)
+    names = [e.name.split("(")[0][:40] for e in ev]  # (the name without its signature)
     per = len(ev) // reps
     by: dict = {}
-    for e in ev[:per * reps]:
-        by.setdefault(e.name.split("(")[0][:40], []).append(e.time_range.end - e.time_range.start)
+    for name, e in zip(names[:per * reps], ev):
+        by.setdefault(name, []).append(e.time_range.end - e.time_range.start)
     firsts = range(0, per * reps, per)  # each replay's first kernel
     spans = [ev[i + per - 1].time_range.end - ev[i].time_range.start for i in firsts] if per else []
-    line = [(ev[j].name.split("(")[0][:40],
+    line = [(names[j],
              statistics.median(ev[i + j].time_range.start - ev[i].time_range.start for i in firsts),
              statistics.median(ev[i + j].time_range.end - ev[i].time_range.start for i in firsts)) for j in range(per)]
     return ({n: statistics.mean(v) for n, v in by.items()}, (statistics.median(spans) if spans else float("nan")),
