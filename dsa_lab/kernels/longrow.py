@@ -11,11 +11,12 @@ Three launches, each a programmatic dependent of the one before (sm_90+):
    word's tie would overflow the buffer of equal columns and its needed columns lie far into the row (the finish
    would scan for them), so that the tie comes with the candidates.
 2. :func:`_longrow_stream_kernel`, grid ``(rows, P)``: each program streams its share of the row once, a tile ahead
-   of the one it compares, and compacts the words above ``T`` with their columns into the row's candidate buffer
-   (a slot range per tile from an atomic counter; each thread's first two such words, unless a thread of the tile
-   holds more), counting them in a histogram of ``NB`` buckets of the word's
-   distance above ``T`` (the sample sets the bucket width), and apart the columns of the words equal to ``T``
-   (once a program has seen that buffer full, it only counts them: the finish then scans the row for them).
+   of the one it compares (its whole tiles unmasked), compares the values with ``T``'s float where that is exact,
+   and compacts the words above ``T`` with their columns into the row's candidate buffer (each thread's slots from
+   its own add to the row's counter; a thread's first two such words, unless a thread of the tile holds more),
+   counting them in a histogram of ``NB`` buckets of the word's distance above ``T`` (the sample sets the bucket
+   width), and apart the columns of the words equal to ``T`` (once a program has seen that buffer full, it only
+   counts them: the finish then scans the row for them).
    No program waits on another.
 3. :func:`_longrow_finish_kernel`, one program per row: the exact top ``k`` from those few, with counts, not
    guesses:
