@@ -11,12 +11,11 @@ Three launches, each a programmatic dependent of the one before (sm_90+):
    word's tie would overflow the buffer of equal columns and its needed columns lie far into the row (the finish
    would scan for them), so that the tie comes with the candidates.
 2. :func:`_longrow_stream_kernel`, grid ``(rows, P)``: each program streams its share of the row once, a tile ahead
-   of the one it compares (its whole tiles unmasked), compares the values with ``T``'s float where that is exact,
-   and compacts the words above ``T`` with their columns into the row's candidate buffer (each thread's slots from
-   its own add to the row's counter; a thread's first two such words, unless a thread of the tile holds more),
-   counting them in a histogram of ``NB`` buckets of the word's distance above ``T`` (the sample sets the bucket
-   width), and apart the columns of the words equal to ``T`` (once a program has seen that buffer full, it only
-   counts them: the finish then scans the row for them).
+   of the one it compares, and compacts the words above ``T`` with their columns into the row's candidate buffer
+   (a slot range per tile from an atomic counter; each thread's first two such words, unless a thread of the tile
+   holds more), counting them in a histogram of ``NB`` buckets of the word's
+   distance above ``T`` (the sample sets the bucket width), and apart the columns of the words equal to ``T``
+   (once a program has seen that buffer full, it only counts them: the finish then scans the row for them).
    No program waits on another.
 3. :func:`_longrow_finish_kernel`, one program per row: the exact top ``k`` from those few, with counts, not
    guesses:
@@ -42,7 +41,7 @@ import triton
 import triton.language as tl
 
 from .bisect import _kth
-from .common import NEG_HI, fill_tail, pick_digit, row_extent, tl_from_ordered_hi, tl_ordered_hi
+from .common import NEG_HI, fill_tail, pick_digit, row_extent, tl_ordered_hi
 from .common import tl_cuda as _tl_cuda
 
 INF_WORD = tl.constexpr(0x7F800000)  # the ordered word of +inf
@@ -62,26 +61,24 @@ def _words(src_ptr, row_off, cols, L, start, nlive, newest, BLOCK_SCORES: tl.con
 
 
 @triton.jit
-def _tile_vals(src_ptr, row_off, t0, lane, L, start, nlive, newest, BLOCK_SCORES: tl.constexpr):
-    """The values of columns ``t0 + lane`` as float32 (``-inf`` at or past ``L``; block scores at block size 1: read
-    from ``start``, the newest column ``+inf``), addressed from the tile's first column (a scalar), so that a thread's
-    values lie at fixed offsets from one address, and bounded by ``lane`` against the bounds less ``t0``.  Their
-    ordered words are :func:`_words`'s."""
+def _tile_words(src_ptr, row_off, t0, lane, L, start, nlive, newest, BLOCK_SCORES: tl.constexpr):
+    """:func:`_words` of columns ``t0 + lane``, addressed from the tile's first column (a scalar), so that a thread's
+    words lie at fixed offsets from one address, and bounded by ``lane`` against the bounds less ``t0``."""
     if BLOCK_SCORES:
         x = tl.load(src_ptr + (row_off + start + t0) + lane, mask=lane < nlive - t0, other=float("-inf"))
-        x = tl.where(lane == newest - t0, float("inf"), x)
-        return tl.where(lane < L - t0, x, float("-inf"))
-    else:
-        return tl.load(src_ptr + (row_off + t0) + lane, mask=lane < L - t0, other=float("-inf"))
+        h = tl.where(lane == newest - t0, INF_WORD, tl_ordered_hi(x))
+        return tl.where(lane < L - t0, h, NEG_HI)
+    else:  # past L the load's -inf: its word is NEG_HI
+        return tl_ordered_hi(tl.load(src_ptr + (row_off + t0) + lane, mask=lane < L - t0, other=float("-inf")))
 
 
 @triton.jit
-def _claim(ptr, per, lane0):
-    """Each thread's first slot of ``per`` (a value a thread, ``[LANES]``) claimed from the counter at ``ptr``: the
-    old value of its own ``atomic_add(ptr, per)``.  The threads' claims are disjoint runs, and over the warp they
-    cover ``[old, old + sum(per))`` (a warp's adds to one address are combined into one, its replies handed out by a
-    scan over the threads: no second scan here)."""
-    return tl.atomic_add(ptr + lane0 * 0, per, sem="relaxed")
+def _claim(ptr, n, lane0):
+    """The old value of ``atomic_add(ptr, n)`` in every lane of ``lane0``: added by the first lane and handed on by a
+    reduction over the lanes (a scalar atomic hands its result on through shared memory and a barrier)."""
+    one = lane0 == 0
+    old = tl.atomic_add(ptr + lane0 * 0, tl.where(one, n, 0), mask=one, sem="relaxed")
+    return tl.sum(tl.where(one, old, 0), axis=0)
 
 
 @triton.jit
@@ -282,134 +279,6 @@ def _bucket(h, T, sh, NB: tl.constexpr):
     return tl.minimum((h - T).to(tl.uint32, bitcast=True) >> sh.to(tl.uint32), NB - 1).to(tl.int32)
 
 
-@triton.jit
-def _stream_tile(x, t0, lane, lane0, rix, T, T2, Tf, Te, Tf2, Te2, sh, srow, hrow, gtw_ptr, gtc_ptr, eqc_ptr, CAP,
-                 CAP_EQ, eq_full, eq_left, TILE: tl.constexpr, LANES: tl.constexpr, NB: tl.constexpr,
-                 R: tl.constexpr, FLOAT: tl.constexpr):
-    """One tile of :func:`_stream_share`: the values ``x`` of columns ``t0 + lane``; returns ``(eq_full, eq_left)``."""
-    cols = t0 + lane
-    if FLOAT:
-        g = ~(x <= Tf)  # (NaN too)
-        e = x == Te
-        v = x.to(tl.int32, bitcast=True)
-    else:
-        v = tl_ordered_hi(x)
-        g = v > T
-        e = v == Te
-    cnt = tl.sum(g.to(tl.int32) + (e.to(tl.int32) << 16), axis=0)  # per thread
-    both = tl.sum(cnt, axis=0)
-    ng = both & 0xFFFF
-    ne = both >> 16
-    if ng > 0:
-        per = cnt & 0xFFFF
-        first = _claim(srow + 1, per, lane0)  # a thread's first slot
-        if tl.max(per, axis=0) <= 2:
-            # a thread's first two words above T and their rows, from its last row up (a row of the tile is picked
-            # by a sum over the thread's own words, all but one zero: no instructions)
-            w1 = tl.zeros([LANES], tl.int32)
-            w2 = w1
-            i1 = w1
-            i2 = w1
-            for r in tl.static_range(R - 1, -1, -1):
-                vr = tl.sum(tl.where(rix == r, v, 0), axis=0)
-                if FLOAT:
-                    gr = ~(vr.to(tl.float32, bitcast=True) <= Tf2)
-                else:
-                    gr = vr > T2
-                w2 = tl.where(gr, w1, w2)
-                i2 = tl.where(gr, i1, i2)
-                w1 = tl.where(gr, vr, w1)
-                i1 = tl.where(gr, r, i1)
-            for j in tl.static_range(2):
-                ij = i1 if j == 0 else i2
-                w = w1 if j == 0 else w2
-                if FLOAT:
-                    w = tl_ordered_hi(w.to(tl.float32, bitcast=True))
-                on = per > j
-                ok = on & (first + j < CAP)
-                tl.store(gtw_ptr + first + j, w, mask=ok)
-                tl.store(gtc_ptr + first + j, t0 + ij * LANES + lane0, mask=ok)
-                tl.atomic_add(hrow + _bucket(w, T, sh, NB), 1, mask=on, sem="relaxed")
-        else:
-            if FLOAT:
-                v = tl_ordered_hi(x)
-            g = v > T2
-            pos = first[None, :] + tl.cumsum(g.to(tl.int32), 0) - 1
-            fits = g & (pos < CAP)
-            _scatter(gtw_ptr, pos, v, fits, TILE)
-            _scatter(gtc_ptr, pos, cols, fits, TILE)
-            tl.atomic_add(tl.reshape(hrow + _bucket(v, T, sh, NB), [TILE]), 1, mask=tl.reshape(g, [TILE]),
-                          sem="relaxed")
-    if ne > 0:
-        if eq_full == 0:
-            if FLOAT:
-                e = x == Te2
-            else:
-                e = v == Te2
-            per = cnt >> 16
-            first = _claim(srow + 2, per, lane0)
-            pos = first[None, :] + tl.cumsum(e.to(tl.int32), 0) - 1
-            _scatter(eqc_ptr, pos, cols, e & (pos < CAP_EQ), TILE)
-            eq_full = (tl.max(first + per, axis=0) >= CAP_EQ).to(tl.int32)  # (the claims' end: old + ne)
-        else:
-            eq_left += ne
-    return eq_full, eq_left
-
-
-@triton.jit
-def _stream_share(src_ptr, row_off, nxt, lo, hi, lane, lane0, rix, T, T2, sh, srow, hrow, gtw_ptr, gtc_ptr, eqc_ptr,
-                  CAP, CAP_EQ, start, nl, newest, BLOCK_SCORES: tl.constexpr, TILE: tl.constexpr, LANES: tl.constexpr,
-                  NB: tl.constexpr, R: tl.constexpr, FLOAT: tl.constexpr):
-    """The stream of columns ``[lo, hi)`` of a row against its threshold word ``T`` (``nxt``: the first tile's values,
-    loaded).  ``FLOAT``: the words above and equal to ``T`` found by comparing the values with ``T``'s float (one
-    compare a value each, ``NaN`` above it), where that is exact: ``T`` is neither zero's word (``-0.0`` and ``+0.0``
-    compare equal) nor ``NaN``'s; the ordered words are then formed only for the words stored.  Else every value's
-    ordered word is compared.  ``T2`` equals ``T``, formed so that the compiler cannot tell: the compares after the
-    counts use it, so that they are formed again from the values instead of kept from the counts (the compiler packs
-    what it keeps into bits of a register, three instructions a compare)."""
-    # what the words equal to T are compared with: no ties at -inf (below every candidate), so there a value
-    # equal to nothing (NaN; the word below every word)
-    Tf = tl_from_ordered_hi(T)
-    Tf2 = tl_from_ordered_hi(T2)
-    if FLOAT:
-        Te = tl.where(T > NEG_HI, Tf, float("nan"))
-        Te2 = tl.where(T2 > NEG_HI, Tf2, float("nan"))
-    else:
-        Te = tl.where(T > NEG_HI, T, NEG_HI - 1)
-        Te2 = tl.where(T2 > NEG_HI, T2, NEG_HI - 1)
-    # once the program has seen the buffer of equal columns full, the finish scans the row for them instead: the
-    # program only counts its equal words from then on, and adds them to the row's count once, at its end
-    eq_full = tl.zeros([], tl.int32)
-    eq_left = tl.zeros([], tl.int32)
-    if BLOCK_SCORES:
-        for t0 in range(lo, hi, TILE):
-            x = nxt
-            # the next tile's loads go out before this tile's atomics wait on their replies
-            nxt = _tile_vals(src_ptr, row_off, t0 + TILE, lane, hi, start, nl, newest, BLOCK_SCORES)
-            eq_full, eq_left = _stream_tile(x, t0, lane, lane0, rix, T, T2, Tf, Te, Tf2, Te2, sh, srow, hrow, gtw_ptr,
-                                            gtc_ptr, eqc_ptr, CAP, CAP_EQ, eq_full, eq_left, TILE, LANES, NB, R,
-                                            FLOAT)
-    else:
-        # the whole tiles unmasked (the next one's loads from the last whole tile's start at most: no bound a
-        # column), then the part tile past them, if any, masked
-        full = lo + (hi - lo) // TILE * TILE
-        last = tl.maximum(full - TILE, lo)
-        for t0 in range(lo, full, TILE):
-            x = nxt
-            nxt = tl.load(src_ptr + (row_off + tl.minimum(t0 + TILE, last)) + lane)
-            eq_full, eq_left = _stream_tile(x, t0, lane, lane0, rix, T, T2, Tf, Te, Tf2, Te2, sh, srow, hrow, gtw_ptr,
-                                            gtc_ptr, eqc_ptr, CAP, CAP_EQ, eq_full, eq_left, TILE, LANES, NB, R,
-                                            FLOAT)
-        if full < hi:
-            if full > lo:
-                nxt = _tile_vals(src_ptr, row_off, full, lane, hi, start, nl, newest, BLOCK_SCORES)
-            eq_full, eq_left = _stream_tile(nxt, full, lane, lane0, rix, T, T2, Tf, Te, Tf2, Te2, sh, srow, hrow,
-                                            gtw_ptr, gtc_ptr, eqc_ptr, CAP, CAP_EQ, eq_full, eq_left, TILE, LANES, NB,
-                                            R, FLOAT)
-    if eq_left > 0:
-        tl.atomic_add(srow + 2, eq_left, sem="relaxed")
-
-
 @triton.jit(do_not_specialize=["src_stride", "n", "width", "k", "rr", "P", "CAP", "CAP_EQ", "has_len", "has_start"])
 def _longrow_stream_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, gtw_ptr, gtc_ptr, eqc_ptr, sync_ptr,
                            hist_ptr, n, width, k, rr, P, CAP, CAP_EQ, has_len, has_start, BLOCK_SCORES: tl.constexpr,
@@ -438,24 +307,74 @@ def _longrow_stream_kernel(src_ptr, src_stride, len_ptr, start_ptr, thr_ptr, gtw
     nl = tl.minimum(nlive, hi)  # (block scores: no read past the program's share)
     # the first tile goes out before the wait: the row was complete before the sample launch began (a full
     # dependent of the work before it), so only the threshold and the counters wait for it
-    nxt = _tile_vals(src_ptr, row_off, lo, lane, hi, start, nl, newest, BLOCK_SCORES)
+    nxt = _tile_words(src_ptr, row_off, lo, lane, hi, start, nl, newest, BLOCK_SCORES)
     if PDL:
         _tl_cuda.gdc_wait()
     if lo < hi:
         T = tl.load(thr_ptr + 2 * row)
-        T2 = T ^ (width >> 31)  # T (a width is not negative), as a value the compiler cannot see is T
         sh = tl.load(thr_ptr + 2 * row + 1)
         srow = sync_ptr + row.to(tl.int64) * 4
         hrow = hist_ptr + row.to(tl.int64) * NB
-        gtw = gtw_ptr + row.to(tl.int64) * CAP
-        gtc = gtc_ptr + row.to(tl.int64) * CAP
-        eqc = eqc_ptr + row.to(tl.int64) * CAP_EQ
-        if (T != 0) & (T != -1) & (T != INT_MAX):  # not zero's words (+0.0, -0.0) nor NaN's: compared as floats
-            _stream_share(src_ptr, row_off, nxt, lo, hi, lane, lane0, rix, T, T2, sh, srow, hrow, gtw, gtc, eqc, CAP,
-                          CAP_EQ, start, nl, newest, BLOCK_SCORES, TILE, LANES, NB, R, True)
-        else:
-            _stream_share(src_ptr, row_off, nxt, lo, hi, lane, lane0, rix, T, T2, sh, srow, hrow, gtw, gtc, eqc, CAP,
-                          CAP_EQ, start, nl, newest, BLOCK_SCORES, TILE, LANES, NB, R, False)
+        gbase = row.to(tl.int64) * CAP
+        ebase = row.to(tl.int64) * CAP_EQ
+        # once the program has seen the buffer of equal columns full, the finish scans the row for them instead: the
+        # program only counts its equal words from then on, and adds them to the row's count once, at its end
+        eq_full = tl.zeros([], tl.int32)
+        eq_left = tl.zeros([], tl.int32)
+        for t0 in range(lo, hi, TILE):
+            h = nxt
+            # the next tile's loads go out before this tile's atomics wait on their replies
+            nxt = _tile_words(src_ptr, row_off, t0 + TILE, lane, hi, start, nl, newest, BLOCK_SCORES)
+            cols = t0 + lane
+            g = h > T
+            e = (h == T) & (h > NEG_HI)  # (equal to T, and T above -inf)
+            cnt = tl.sum(g.to(tl.int32) + (e.to(tl.int32) << 16), axis=0)  # per thread
+            both = tl.sum(cnt, axis=0)
+            ng = both & 0xFFFF
+            ne = both >> 16
+            if ng > 0:
+                per = cnt & 0xFFFF
+                first = _claim(srow + 1, ng, lane0) + tl.cumsum(per, 0) - per  # a thread's first slot
+                if tl.max(per, axis=0) <= 2:
+                    # a thread's first two words above T and their rows, from its last row up (a row of the tile is
+                    # picked by a sum over the thread's own words, all but one zero: no instructions)
+                    w1 = tl.zeros([LANES], tl.int32)
+                    w2 = w1
+                    i1 = w1
+                    i2 = w1
+                    for r in tl.static_range(R - 1, -1, -1):
+                        hr = tl.sum(tl.where(rix == r, h, 0), axis=0)
+                        gr = hr > T
+                        w2 = tl.where(gr, w1, w2)
+                        i2 = tl.where(gr, i1, i2)
+                        w1 = tl.where(gr, hr, w1)
+                        i1 = tl.where(gr, r, i1)
+                    for j in tl.static_range(2):
+                        ij = i1 if j == 0 else i2
+                        w = w1 if j == 0 else w2
+                        on = per > j
+                        ok = on & (first + j < CAP)
+                        tl.store(gtw_ptr + gbase + first + j, w, mask=ok)
+                        tl.store(gtc_ptr + gbase + first + j, t0 + ij * LANES + lane0, mask=ok)
+                        tl.atomic_add(hrow + _bucket(w, T, sh, NB), 1, mask=on, sem="relaxed")
+                else:
+                    pos = first[None, :] + tl.cumsum(g.to(tl.int32), 0) - 1
+                    fits = g & (pos < CAP)
+                    _scatter(gtw_ptr + gbase, pos, h, fits, TILE)
+                    _scatter(gtc_ptr + gbase, pos, cols, fits, TILE)
+                    tl.atomic_add(tl.reshape(hrow + _bucket(h, T, sh, NB), [TILE]), 1, mask=tl.reshape(g, [TILE]),
+                                  sem="relaxed")
+            if ne > 0:
+                if eq_full == 0:
+                    per = cnt >> 16
+                    old = _claim(srow + 2, ne, lane0)
+                    pos = old + (tl.cumsum(per, 0) - per)[None, :] + tl.cumsum(e.to(tl.int32), 0) - 1
+                    _scatter(eqc_ptr + ebase, pos, cols, e & (pos < CAP_EQ), TILE)
+                    eq_full = (old + ne >= CAP_EQ).to(tl.int32)
+                else:
+                    eq_left += ne
+        if eq_left > 0:
+            tl.atomic_add(srow + 2, eq_left, sem="relaxed")
 
 
 @triton.jit
