@@ -177,11 +177,9 @@ def timeline_rows(rows, *, arm: str = "old", dist: str = "normal") -> list[dict]
         if r.get("arm") != arm or str(r.get("dist") or "normal") != dist or "_longrow_stream" not in str(
                 r.get("timeline") or ""):
             continue
-        at = {}
-        for part in str(r["timeline"]).split(";"):
-            name, span = part.rsplit("@", 1)
-            b0, e0 = (float(v) for v in span.split("-"))
-            at[name.replace("_longrow_", "").replace("_kernel", "")] = (b0, e0)
+        spans = dict(p.rsplit("@", 1) for p in str(r["timeline"]).split(";") if "@" in p)
+        at = {s: tuple(float(v) for v in spans[f"_longrow_{s}_kernel"].split("-"))
+              for s in ("sample", "stream", "finish")}
         (s0, s1), (t0, t1) = at["stream"], at["finish"]
         nbytes = int(r["rows"]) * int(r["width"]) * 4
         out.append({"rows": int(r["rows"]), "width": int(r["width"]), "k": int(r["k"]),
