@@ -853,7 +853,8 @@ if parts5[0]:
 peers = records.load_records("longrow/peers_transcribed", gpu="h100")
 print(records.record_status(peers))
 if peers[0] and tok[0]:
-    print(tables.format_table(longrow.peers_rows(peers[0], tok[0])))
+    same = records.gpu_name(peers[1]) == records.gpu_name(tok[1])  # else each speedup over its own torch only
+    print(tables.format_table(longrow.peers_rows(peers[0], tok[0], same_card=same)))
 
 # %% [markdown]
 # **What it means.** Against FlashInfer's radix top-k (its times transcribed, each ratio against its own

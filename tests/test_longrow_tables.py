@@ -99,6 +99,17 @@ def test_peers_rows_ratios_each_against_its_own_torch():
     a, b = longrow.peers_rows(peers, rows)
     assert (a["peer_x"], a["triton_us"], a["triton_x"], a["triton_vs_peer"]) == ("3.00", "200.0", "1.40", "0.50")
     assert (b["peer_x"], b["triton_us"]) == ("—", "—")
+    # a record of another card: no time against the peer's, the speedups' ratio instead (none without the peer's)
+    a, b = longrow.peers_rows(peers, rows + [_row("grid", 4, 163840, 2048, "torch", 90.0),
+                                             _row("grid", 4, 163840, 2048, "triton", 30.0)], same_card=False)
+    assert "triton_vs_peer" not in a and (a["triton_x"], a["triton_x_over_peer_x"]) == ("1.40", "0.47")
+    assert (b["triton_x"], b["triton_x_over_peer_x"]) == ("3.00", "—")
+
+
+def test_gpu_name_from_either_key():
+    assert records.gpu_name({"gpu_name": "NVIDIA H200"}) == "NVIDIA H200"
+    assert records.gpu_name({"gpu": {"name": "NVIDIA H100 80GB HBM3"}}) == "NVIDIA H100 80GB HBM3"
+    assert records.gpu_name({"device": "cuda"}) is None and records.gpu_name(None) is None
 
 
 def test_recorded_crossover_agrees_with_the_rule():

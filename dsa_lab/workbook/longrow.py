@@ -124,10 +124,13 @@ def crossover_rows(rows, sm_count: int = 132) -> list[dict]:
     return out
 
 
-def peers_rows(peers, rows, *, arm: str = "triton") -> list[dict]:
+def peers_rows(peers, rows, *, arm: str = "triton", same_card: bool = True) -> list[dict]:
     """Transcribed peer times (``data/<gpu>/longrow/peers_transcribed.csv``) beside this record's ``arm`` at the same
     shape (full lengths, normal values; ``—`` where the record has no such point).  Speedups are each over the
-    ``torch.topk`` of its own process, so two processes on the same kind of card compare as ratios."""
+    ``torch.topk`` of its own process, so two processes on the same kind of card compare as ratios:
+    ``{arm}_vs_peer`` is the peer's time over the arm's.  ``same_card=False`` (the record from another card than the
+    peer's measurement): times of two cards are not compared; ``{arm}_x_over_peer_x`` is the arm's speedup over its
+    ``torch`` divided by the peer's over its own (where the peer has one)."""
     ours = {(n, w, k): arms for (_, n, w, k, lengths, dist), arms in _points(rows, "grid").items()
             if lengths == "full" and dist == "normal"}
     out = []
@@ -135,15 +138,19 @@ def peers_rows(peers, rows, *, arm: str = "triton") -> list[dict]:
         key = (int(p["rows"]), int(p["width"]), int(p["k"]))
         mine = ours.get(key, {})
         torch_p = p.get("torch_us")
+        peer_x = float(torch_p) / float(p["peer_us"]) if torch_p not in (None, "") else None
         row = {"rows": key[0], "width": key[1], "k": key[2], "peer (transcribed)": p["peer"],
-               "peer_us": f"{float(p['peer_us']):.1f}",
-               "peer_x": f"{float(torch_p) / float(p['peer_us']):.2f}" if torch_p not in (None, "") else "—"}
+               "peer_us": f"{float(p['peer_us']):.1f}", "peer_x": f"{peer_x:.2f}" if peer_x else "—"}
+        cmp = f"{arm}_vs_peer" if same_card else f"{arm}_x_over_peer_x"
+        row.update({f"{arm}_us": "—", f"{arm}_x": "—", cmp: "—"})
         if arm in mine and "torch" in mine:
             us = float(mine[arm]["median_us"])
-            row.update({f"{arm}_us": f"{us:.1f}", f"{arm}_x": f"{float(mine['torch']['median_us']) / us:.2f}",
-                        f"{arm}_vs_peer": f"{float(p['peer_us']) / us:.2f}"})
-        else:
-            row.update({f"{arm}_us": "—", f"{arm}_x": "—", f"{arm}_vs_peer": "—"})
+            x = float(mine["torch"]["median_us"]) / us
+            row.update({f"{arm}_us": f"{us:.1f}", f"{arm}_x": f"{x:.2f}"})
+            if same_card:
+                row[cmp] = f"{float(p['peer_us']) / us:.2f}"
+            elif peer_x:
+                row[cmp] = f"{x / peer_x:.2f}"
         out.append(row)
     return out
 

@@ -37,13 +37,19 @@ def rel_path(path) -> str:
         return str(p)
 
 
+def gpu_name(meta: dict | None) -> str | None:
+    """The card a record's metadata names (``gpu`` or ``gpu_name``), or None."""
+    gpu = (meta or {}).get("gpu") or (meta or {}).get("gpu_name")
+    if isinstance(gpu, dict):
+        gpu = gpu.get("name")
+    return gpu or None
+
+
 def record_label(meta: dict | None, path) -> str:
     """``"<GPU> · <record file>"`` for titles.  Transcribed numbers (the seed PR's, or a record whose metadata says
     ``transcribed``) are labelled as such."""
     meta = meta or {}
-    gpu = meta.get("gpu") or meta.get("gpu_name")
-    if isinstance(gpu, dict):
-        gpu = gpu.get("name")
+    gpu = gpu_name(meta)
     if not gpu:
         gpu = "Triton interpreter on CPU" if meta.get("triton_interpreter") else (meta.get("device") or "unknown GPU")
     label = f"{gpu} · {rel_path(path)}"
