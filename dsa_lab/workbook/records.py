@@ -39,7 +39,8 @@ def rel_path(path) -> str:
 
 def gpu_name(meta: dict | None) -> str | None:
     """The card a record's metadata names (``gpu`` or ``gpu_name``), or None."""
-    gpu = (meta or {}).get("gpu") or (meta or {}).get("gpu_name")
+    meta = meta or {}
+    gpu = meta.get("gpu") or meta.get("gpu_name")
     if isinstance(gpu, dict):
         gpu = gpu.get("name")
     return gpu or None
