@@ -583,7 +583,8 @@ if tl8[0]:
 # %% [markdown]
 # **What it means.** From 64 rows the stream launch is most of the time. At 640 x 256K 62 of the call's 389 µs lie
 # outside it: its first programs start 24 µs in, as the sample launch's programs end, and the finish runs 38 µs past
-# its last one; over its own span it moves the rows at 2.07 TB/s. Within 1.3x the floor (282 µs) and with both ends
+# its last one; over its own span it moves the rows at 2.07 TB/s. Within 1.3x the token record's floor (217 µs: 282)
+# and with both ends
 # as they are, the stream would have 220 µs, the floor itself: the ends must shrink, not only the stream. The stream
 # reads the row once, but at
 # 0.9-2.1 TB/s, not the card's 3.2 TB/s. At a few rows the call takes 13-20 µs, and the launches that run one
@@ -840,7 +841,7 @@ if parts5[0]:
 # **What it means.** This launch reads 640 x 256K in 243 µs (2.76 TB/s, 1.15x the measured floor of 212), and
 # counting adds nothing to the read. The compaction of the few words above the threshold (the tile's slot claim,
 # the two words' stores, the histogram's atomics) takes the other 84 of its 327 µs, and 20 of 51 at 64 x 256K.
-# The sample and the finish add about 70 µs around the stream at 640 rows. The 1.3x targeted is 276 µs: the read
+# The sample and the finish add about 70 µs around the stream at 640 rows. 1.3x this run's floor is 276 µs: the read
 # alone leaves 33 µs for the compaction, the sample and the finish together. Sizing the stream's grid to one wave
 # of programs (32 an SM) or to 128 does not close it (changelog).
 #
